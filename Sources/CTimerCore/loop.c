@@ -1,0 +1,484 @@
+/*
+ * The loop: one thread at a time runs it; any thread may schedule, cancel,
+ * stop or wake it.
+ *
+ * A pass fires what is due (timers.c), then the loop arms one timerfd per
+ * clock in use for the earliest (deadline + leeway) of the current mode and
+ * blocks in epoll_wait(-1): a timerfd wakes the thread without the timer slack
+ * that an epoll timeout would add. The wall-clock timerfd is armed with
+ * TFD_TIMER_CANCEL_ON_SET, so a step of the wall clock ends the wait at once.
+ * An eventfd carries stop and wake-up requests from other threads; a thread
+ * that schedules an earlier timer while the loop sleeps re-arms the timerfd
+ * itself.
+ *
+ * Reading order: create and destroy, clocks and arming, waiting and events,
+ * run, then watched descriptors.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "clock.h"
+#include "loop_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+_Static_assert(TK_IO_READABLE == EPOLLIN, "TK_IO_READABLE mirrors EPOLLIN");
+_Static_assert(TK_IO_WRITABLE == EPOLLOUT, "TK_IO_WRITABLE mirrors EPOLLOUT");
+_Static_assert(TK_IO_ERROR == EPOLLERR, "TK_IO_ERROR mirrors EPOLLERR");
+_Static_assert(TK_IO_HANGUP == EPOLLHUP, "TK_IO_HANGUP mirrors EPOLLHUP");
+
+/* epoll user data: the loop's own descriptors have the top bit set; a watched
+ * fd is (generation << 32 | fd). */
+#define INTERNAL_TAG (UINT64_C(1) << 63)
+#define WAKE_INDEX TK_CLOCK_COUNT
+
+/* How many heap nodes a real loop's wake-up search may visit (see
+ * tk__timers_wake_target); manual loops search exactly. */
+#define WAKE_SEARCH_LIMIT 1024
+
+/* How far in the future a timerfd kept only to see wall-clock steps is armed. */
+#define FAR_FUTURE (INT64_MAX - 1)
+
+/* ---- Create and destroy ---------------------------------------------------- */
+
+static int loop_alloc(tk_loop **out, int manual, int64_t start_ns) {
+    if (out == NULL) return -EINVAL;
+    tk_loop *loop = calloc(1, sizeof *loop);
+    if (loop == NULL) return -ENOMEM;
+    loop->manual = manual;
+    loop->epoll_fd = -1;
+    loop->wake_fd = -1;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        loop->timer_fds[clock] = -1;
+        loop->armed[clock] = TK__DISARMED;
+        loop->manual_now[clock] = start_ns;
+    }
+    tk__timers_init(loop);
+    int result = pthread_mutex_init(&loop->lock, NULL);
+    if (result != 0) {
+        free(loop);
+        return -result;
+    }
+    loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (loop->epoll_fd < 0) goto fail;
+    loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (loop->wake_fd < 0) goto fail;
+    struct epoll_event event = {.events = EPOLLIN, .data.u64 = INTERNAL_TAG | WAKE_INDEX};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &event) < 0) goto fail;
+    *out = loop;
+    return 0;
+fail:
+    result = -errno;
+    if (loop->wake_fd >= 0) close(loop->wake_fd);
+    if (loop->epoll_fd >= 0) close(loop->epoll_fd);
+    pthread_mutex_destroy(&loop->lock);
+    free(loop);
+    return result;
+}
+
+int tk_loop_create(tk_loop **loop) { return loop_alloc(loop, 0, 0); }
+
+int tk_loop_create_manual(tk_loop **loop, int64_t start_ns) {
+    return loop_alloc(loop, 1, start_ns);
+}
+
+int tk_loop_destroy(tk_loop *loop) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int busy = loop->depth > 0 || loop->fire_calls > 0;
+    pthread_mutex_unlock(&loop->lock);
+    if (busy) return -EBUSY;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        if (loop->timer_fds[clock] >= 0) close(loop->timer_fds[clock]);
+    }
+    close(loop->wake_fd);
+    close(loop->epoll_fd);
+    tk__timers_free(loop);
+    free(loop->watches);
+    pthread_mutex_destroy(&loop->lock);
+    free(loop);
+    return 0;
+}
+
+int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats) {
+    if (loop == NULL || stats == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    *stats = loop->stats;
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+/* ---- Clocks and arming ----------------------------------------------------- */
+
+int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns) {
+    if (loop == NULL || now_ns == NULL || (unsigned)clock >= TK_CLOCK_COUNT) return -EINVAL;
+    if (!loop->manual) {
+        *now_ns = tk__clock_read(clock);
+        return 0;
+    }
+    pthread_mutex_lock(&loop->lock);
+    *now_ns = loop->manual_now[clock];
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+int tk__loop_open_clock(tk_loop *loop, tk_clock clock) {
+    if (loop->manual || loop->timer_fds[clock] >= 0) return 0;
+    int fd = timerfd_create(tk__clock_ids[clock], TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0) return -errno;
+    struct epoll_event event = {.events = EPOLLIN, .data.u64 = INTERNAL_TAG | (uint64_t)clock};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &event) < 0) {
+        int result = -errno;
+        close(fd);
+        return result;
+    }
+    loop->timer_fds[clock] = fd;
+    loop->armed[clock] = TK__DISARMED;
+    return 0;
+}
+
+/* Arms `clock`'s timerfd for `target` (INT64_MAX: never) unless it already
+ * is. Returns 0 or -errno. Lock held. */
+static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
+    int fd = loop->timer_fds[clock];
+    if (fd < 0) return 0;
+    int wall = clock == TK_CLOCK_REALTIME;
+    if (target == INT64_MAX && wall && loop->clock_change_fn != NULL) target = FAR_FUTURE;
+    if (target == INT64_MAX) {
+        if (loop->armed[clock] == TK__DISARMED) return 0;
+        struct itimerspec off = {0};
+        if (timerfd_settime(fd, 0, &off, NULL) < 0) return -errno;
+        loop->armed[clock] = TK__DISARMED;
+        loop->stats.arms++;
+        return 0;
+    }
+    if (loop->armed[clock] == target) return 0;
+    /* An absolute time of 0 would disarm the timerfd: 1 ns is as good. */
+    struct itimerspec when = {.it_value = tk__ns_to_timespec(target > 0 ? target : 1)};
+    int flags = TFD_TIMER_ABSTIME | (wall ? TFD_TIMER_CANCEL_ON_SET : 0);
+    if (timerfd_settime(fd, flags, &when, NULL) < 0) {
+        /* ECANCELED: the wall clock stepped since the last read. The step is
+         * handled by the pass that follows; arm again then. */
+        if (errno == ECANCELED) {
+            loop->armed[clock] = TK__DISARMED;
+            return 0;
+        }
+        return -errno;
+    }
+    loop->armed[clock] = target;
+    loop->stats.arms++;
+    return 0;
+}
+
+void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target) {
+    if (!loop->sleeping || !(modes & TK_MODES(loop->mode))) return;
+    if (loop->armed[clock] != TK__DISARMED && loop->armed[clock] <= target) return;
+    /* A failure here only delays the timer to the next wake-up, which arms
+     * again and reports the error from tk_loop_run. */
+    (void)arm(loop, clock, target);
+}
+
+void tk__loop_report_clock_change(tk_loop *loop) {
+    loop->stats.clock_changes++;
+    tk_clock_change_fn fn = loop->clock_change_fn;
+    void *context = loop->clock_change_context;
+    if (fn == NULL) return;
+    pthread_mutex_unlock(&loop->lock);
+    fn(loop, context);
+    pthread_mutex_lock(&loop->lock);
+}
+
+int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn, void *context) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int result = tk__loop_open_clock(loop, TK_CLOCK_REALTIME);
+    if (result == 0) {
+        loop->clock_change_fn = fn;
+        loop->clock_change_context = context;
+        /* Arm at once so that a step is seen even before the next pass. */
+        if (fn != NULL && loop->armed[TK_CLOCK_REALTIME] == TK__DISARMED) {
+            result = arm(loop, TK_CLOCK_REALTIME, INT64_MAX);
+        }
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+/* ---- Claiming the loop ----------------------------------------------------- */
+
+int tk__loop_enter(tk_loop *loop, int advancing) {
+    pthread_t self = pthread_self();
+    /* Advancing from a callback run by tk_loop_fire would nest time. */
+    if (advancing && loop->fire_calls > 0) return -EBUSY;
+    if (loop->depth > 0) {
+        if (!pthread_equal(loop->owner, self) || loop->advancing || advancing) return -EBUSY;
+    }
+    loop->owner = self;
+    loop->depth++;
+    loop->advancing = advancing;
+    return 0;
+}
+
+void tk__loop_leave(tk_loop *loop) {
+    loop->depth--;
+    loop->advancing = 0;
+}
+
+/* ---- Waiting and events ------------------------------------------------------ */
+
+/* Drains a non-blocking counter descriptor (timerfd or eventfd). Returns 1 if
+ * the wall clock was stepped (the timerfd read fails with ECANCELED). */
+static int drain(int fd) {
+    uint64_t count;
+    for (;;) {
+        ssize_t got = read(fd, &count, sizeof count);
+        if (got >= 0) return 0;
+        if (errno == EINTR) continue;
+        return errno == ECANCELED;
+    }
+}
+
+/* Handles what epoll_wait reported. Returns how many events were handled
+ * (a timerfd expiring counts only through the timers it fires). Lock held;
+ * dropped around watch callbacks. */
+static int handle_events(tk_loop *loop, const struct epoll_event *events, int count) {
+    int handled = 0;
+    for (int i = 0; i < count; i++) {
+        uint64_t data = events[i].data.u64;
+        if (data & INTERNAL_TAG) {
+            uint32_t index = (uint32_t)(data & ~INTERNAL_TAG);
+            if (index == WAKE_INDEX) {
+                drain(loop->wake_fd); /* the request itself is a flag */
+                continue;
+            }
+            if (drain(loop->timer_fds[index])) {
+                loop->armed[index] = TK__DISARMED;
+                tk__loop_report_clock_change(loop);
+                handled++;
+            } else {
+                loop->armed[index] = TK__DISARMED; /* expired: nothing is armed */
+            }
+            continue;
+        }
+        int fd = (int)(uint32_t)data;
+        uint32_t generation = (uint32_t)(data >> 32);
+        if (fd >= loop->watch_capacity || loop->watches[fd].generation != generation) continue;
+        tk_io_fn fn = loop->watches[fd].fn;
+        void *context = loop->watches[fd].context;
+        pthread_mutex_unlock(&loop->lock);
+        fn(loop, fd, events[i].events, context);
+        pthread_mutex_lock(&loop->lock);
+        handled++;
+        if (loop->stop_requested) break;
+    }
+    return handled;
+}
+
+/* Arms every clock for the mode's next wake-up and says how long epoll_wait
+ * may block: -1 (until an event) or 0 (something is due already). */
+static int plan_wait(tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], int64_t until_ns,
+                     int *timeout_ms) {
+    /* Timers of this mode parked by a nested run in another mode are due. */
+    *timeout_ms = (loop->parked_modes & TK_MODES(loop->mode)) ? 0 : -1;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, loop->mode,
+                                                loop->manual ? 0 : WAKE_SEARCH_LIMIT);
+        if (clock == TK_CLOCK_MONOTONIC && until_ns < target) target = until_ns;
+        if (target != INT64_MAX && target <= now[clock]) {
+            *timeout_ms = 0;
+            continue;
+        }
+        if (loop->manual) continue;
+        if (target != INT64_MAX && loop->timer_fds[clock] < 0) {
+            int result = tk__loop_open_clock(loop, (tk_clock)clock); /* for until_ns */
+            if (result < 0) return result;
+        }
+        int result = arm(loop, (tk_clock)clock, target);
+        if (result < 0) return result;
+    }
+    return 0;
+}
+
+/* ---- Running ------------------------------------------------------------------ */
+
+enum { EVENT_BATCH = 64 };
+
+/* Reads the monotonic clock (run deadlines use it) and every other clock that
+ * has timers; the others cannot matter to this pass. */
+static void read_clocks_in_use(const tk_loop *loop, int64_t now[TK_CLOCK_COUNT]) {
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        if (loop->manual) {
+            now[clock] = loop->manual_now[clock];
+        } else if (clock == TK_CLOCK_MONOTONIC || loop->clock_timers[clock] > 0) {
+            now[clock] = tk__clock_read((tk_clock)clock);
+        } else {
+            now[clock] = INT64_MIN; /* no timers: nothing compares against it */
+        }
+    }
+}
+
+static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
+    struct epoll_event events[EVENT_BATCH];
+    int waited = 0;
+    int64_t handled = 0;
+    for (;;) {
+        int64_t now[TK_CLOCK_COUNT];
+        if (loop->manual && loop->wall_step_pending) {
+            loop->wall_step_pending = 0;
+            tk__loop_report_clock_change(loop);
+            handled++;
+        }
+        read_clocks_in_use(loop, now);
+        int64_t fired = tk__timers_fire_due(loop, mode, now, 1);
+        if (fired < 0) return (int)fired;
+        handled += fired;
+        if (loop->stop_requested) {
+            loop->stop_requested = 0;
+            return TK_RUN_STOPPED;
+        }
+        if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
+        if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
+        /* `now` may be a little stale after the callbacks: a target that
+         * passed meanwhile arms a timerfd in the past, which fires at once. */
+        if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
+
+        int timeout_ms;
+        int result = plan_wait(loop, now, until_ns, &timeout_ms);
+        if (result < 0) return result;
+        if ((flags & TK_RUN_NOWAIT) || loop->wakeup_requested) timeout_ms = 0;
+        loop->sleeping = 1;
+        pthread_mutex_unlock(&loop->lock);
+        int count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, timeout_ms);
+        int wait_error = count < 0 ? errno : 0;
+        pthread_mutex_lock(&loop->lock);
+        loop->sleeping = 0;
+        loop->stats.wakeups++;
+        waited = 1;
+        if (count < 0) {
+            if (wait_error == EINTR) continue;
+            return -wait_error;
+        }
+        handled += handle_events(loop, events, count);
+        if (loop->wakeup_requested) {
+            loop->wakeup_requested = 0;
+            handled++;
+        }
+    }
+}
+
+int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
+    if (loop == NULL || mode >= TK_MODE_COUNT) return -EINVAL;
+    if (flags & ~(TK_RUN_ONCE | TK_RUN_NOWAIT)) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int result = tk__loop_enter(loop, 0);
+    if (result == 0) {
+        unsigned outer_mode = loop->mode;
+        loop->mode = mode;
+        if (loop->stop_requested) {
+            loop->stop_requested = 0;
+            result = TK_RUN_STOPPED;
+        } else {
+            result = run_passes(loop, mode, until_ns, flags);
+        }
+        loop->mode = outer_mode;
+        tk__loop_leave(loop);
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+/* Wakes a sleeping loop through its eventfd. Lock held. */
+static int kick(tk_loop *loop) {
+    if (!loop->sleeping) return 0;
+    uint64_t one = 1;
+    for (;;) {
+        if (write(loop->wake_fd, &one, sizeof one) >= 0) return 0;
+        if (errno == EINTR) continue;
+        /* EAGAIN: the counter is full, so a wake-up is pending anyway. */
+        return errno == EAGAIN ? 0 : -errno;
+    }
+}
+
+int tk_loop_stop(tk_loop *loop) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    loop->stop_requested = 1;
+    int result = kick(loop);
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_wakeup(tk_loop *loop) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    loop->wakeup_requested = 1;
+    int result = kick(loop);
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+/* ---- Watched descriptors -------------------------------------------------------- */
+
+static int grow_watches(tk_loop *loop, int fd) {
+    if (fd < loop->watch_capacity) return 0;
+    int64_t capacity = loop->watch_capacity ? (int64_t)loop->watch_capacity * 2 : 64;
+    if (capacity <= fd) capacity = (int64_t)fd + 1;
+    tk__watch *watches = realloc(loop->watches, (size_t)capacity * sizeof *watches);
+    if (watches == NULL) return -ENOMEM;
+    memset(&watches[loop->watch_capacity], 0,
+           (size_t)(capacity - loop->watch_capacity) * sizeof *watches);
+    loop->watches = watches;
+    loop->watch_capacity = (int)capacity;
+    return 0;
+}
+
+int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *context) {
+    if (loop == NULL || fn == NULL || fd < 0) return -EINVAL;
+    if (events == 0 || (events & ~(TK_IO_READABLE | TK_IO_WRITABLE))) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int result = grow_watches(loop, fd);
+    if (result == 0) {
+        tk__watch *watch = &loop->watches[fd];
+        int watched = watch->generation != 0;
+        uint32_t generation = watched ? watch->generation : 1;
+        if (!watched) {
+            /* A fresh generation per watch, so events queued for an earlier
+             * watch of the same fd are not delivered to this one. */
+            generation = ++loop->watch_generation & 0x7fffffffu;
+            if (generation == 0) generation = loop->watch_generation = 1;
+        }
+        struct epoll_event event = {.events = events,
+                                    .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
+        if (epoll_ctl(loop->epoll_fd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
+            result = -errno;
+        } else {
+            watch->fn = fn;
+            watch->context = context;
+            watch->events = events;
+            watch->generation = generation;
+        }
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_unwatch_fd(tk_loop *loop, int fd) {
+    if (loop == NULL || fd < 0) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int result = -ENOENT;
+    if (fd < loop->watch_capacity && loop->watches[fd].generation != 0) {
+        /* If the fd was closed already, epoll dropped it: nothing to undo. */
+        (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+        memset(&loop->watches[fd], 0, sizeof loop->watches[fd]);
+        result = 0;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}

@@ -1,0 +1,147 @@
+/*
+ * The loop's internal state, shared by the three files that work on it:
+ *   timers.c  the timer table: schedule, cancel, fire, the wake-up target;
+ *   loop.c    the real loop: epoll, the timerfds, the eventfd, watched fds;
+ *   manual.c  the manual clock used by deterministic tests.
+ *
+ * Locking: every field below is guarded by `lock`, which is never held while
+ * a user callback runs.
+ */
+#ifndef TK_LOOP_INTERNAL_H
+#define TK_LOOP_INTERNAL_H
+
+#include "CTimerCore.h"
+#include "heap.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Marks the end of the free-slot list. */
+#define TK__NO_SLOT UINT32_MAX
+
+/* Where a timer slot stands. */
+enum tk__timer_state {
+    TK__TIMER_FREE = 0,      /* on the free list */
+    TK__TIMER_SCHEDULED = 1, /* in heaps[clock] */
+    TK__TIMER_PARKED = 2,    /* due, in `parked`, waiting for one of its modes */
+    TK__TIMER_FIRING = 3,    /* a one-shot whose callback is running */
+};
+
+/*
+ * One timer. The deadline is not here: it lives in the timer's heap (or
+ * parked) entry, next to the key the heap compares. positions[slot] says
+ * where that entry is (and, for a free slot, which slot is free next).
+ */
+typedef struct tk__timer {
+    tk_timer_fn fn;
+    void *context;
+    int64_t interval;
+    int64_t leeway;
+    uint32_t generation;
+    tk_mode_set modes;
+    uint32_t placed_pass; /* the pass during which it got its deadline */
+    uint8_t clock;
+    uint8_t state;
+} tk__timer;
+
+_Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
+
+/* A watched file descriptor; the watch table is indexed by fd. */
+typedef struct tk__watch {
+    tk_io_fn fn;
+    void *context;
+    uint32_t events;
+    uint32_t generation; /* 0: not watched */
+} tk__watch;
+
+struct tk_loop {
+    pthread_mutex_t lock;
+
+    /* The timer table: records and positions, indexed by slot. */
+    tk__timer *timers;
+    uint32_t *positions;
+    uint32_t timer_capacity;
+    uint32_t free_slot;
+    uint32_t next_seq;
+    uint32_t pass; /* counts passes; a timer placed during the current pass waits */
+
+    /* Pending timers: per clock a heap; due ones outside the mode are parked. */
+    tk__heap heaps[TK_CLOCK_COUNT];
+    tk__heap parked; /* unordered; the heap type is used as a plain array */
+    tk_mode_set parked_modes; /* a superset of the modes of parked timers */
+    uint32_t clock_timers[TK_CLOCK_COUNT]; /* scheduled + parked, per clock */
+    uint32_t mode_timers[TK_MODE_COUNT];   /* scheduled + parked, per mode */
+
+    /* Running. */
+    int manual;
+    int depth;         /* nested tk_loop_run / tk_loop_advance calls */
+    int advancing;     /* inside tk_loop_advance */
+    int fire_calls;    /* callbacks running under tk_loop_fire */
+    pthread_t owner;   /* the thread running the loop while depth > 0 */
+    unsigned mode;     /* the mode of the innermost run */
+    int stop_requested;
+    int wakeup_requested;
+    int sleeping;      /* the running thread is in epoll_wait */
+
+    /* The kernel side (real loops; manual loops use epoll for fds only). */
+    int epoll_fd;
+    int wake_fd;
+    int timer_fds[TK_CLOCK_COUNT];
+    int64_t armed[TK_CLOCK_COUNT]; /* what each timerfd is armed for */
+
+    /* Manual clocks. */
+    int64_t manual_now[TK_CLOCK_COUNT];
+    int wall_step_pending;
+
+    tk_clock_change_fn clock_change_fn;
+    void *clock_change_context;
+
+    tk__watch *watches;
+    int watch_capacity;
+    uint32_t watch_generation;
+
+    tk_loop_stats stats;
+};
+
+/* timerfd state: not armed / armed for "never" (kept only to see clock steps). */
+#define TK__DISARMED INT64_MIN
+
+/* timers.c */
+void tk__timers_init(tk_loop *loop);
+void tk__timers_free(tk_loop *loop);
+
+/*
+ * One pass: fires, in deadline order, every due timer of `mode` that was
+ * scheduled before the pass began, parking due timers of other modes.
+ * `now` holds the pass time on each clock. Returns the number of callbacks
+ * run, or -ENOMEM. Called and returns with the lock held; drops it around
+ * each callback. With `stoppable`, returns early once a stop is requested.
+ */
+int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_CLOCK_COUNT],
+                            int stoppable);
+
+/*
+ * The earliest (deadline + leeway) on `clock` among the timers of `mode`, or
+ * INT64_MAX if none. `visit_limit` (0: none) bounds the search; past it the
+ * result may be earlier than the exact answer, which only costs a wake-up.
+ */
+int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
+                               uint32_t visit_limit);
+
+/* loop.c */
+
+/* Creates the timerfd for `clock` if the loop has none yet. 0 or -errno. */
+int tk__loop_open_clock(tk_loop *loop, tk_clock clock);
+
+/* If the loop is asleep in `mode`'s run and `target` is earlier than what
+ * `clock`'s timerfd is armed for, re-arms it. Lock held. */
+void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target);
+
+/* Calls the clock-change function with the lock dropped. */
+void tk__loop_report_clock_change(tk_loop *loop);
+
+/* Claims the loop for the calling thread (depth++), or -EBUSY. */
+int tk__loop_enter(tk_loop *loop, int advancing);
+void tk__loop_leave(tk_loop *loop);
+
+#endif /* TK_LOOP_INTERNAL_H */

@@ -1,0 +1,493 @@
+/*
+ * The timer table: where timers live between schedule and fire.
+ *
+ * Slots come from a free list over two parallel arrays (the records and their
+ * positions), grown by doubling, so scheduling allocates only when the table
+ * is full. A handle is (generation << 32 | slot + 1); freeing a slot bumps its
+ * generation, which is what makes a stale handle harmless.
+ *
+ * A pending timer sits in the heap of its clock. A timer that comes due while
+ * the loop runs a mode outside its set moves to `parked` and goes back into
+ * its heap, deadline and order intact, at the first pass run in one of its
+ * modes.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "clock.h"
+#include "loop_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Handles and slots ------------------------------------------------- */
+
+static tk_timer_id make_id(uint32_t slot, uint32_t generation) {
+    return ((uint64_t)generation << 32) | ((uint64_t)slot + 1);
+}
+
+/* The live timer `id` names, or NULL. A one-shot whose callback is running
+ * is live only to its own callback, that is, to the thread running the loop;
+ * to any other thread it has fired. */
+static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out) {
+    uint32_t low = (uint32_t)id;
+    if (low == 0) return NULL;
+    uint32_t slot = low - 1;
+    if (slot >= loop->timer_capacity) return NULL;
+    tk__timer *timer = &loop->timers[slot];
+    if (timer->state == TK__TIMER_FREE || timer->generation != (uint32_t)(id >> 32)) return NULL;
+    if (timer->state == TK__TIMER_FIRING &&
+        !(loop->depth > 0 && pthread_equal(loop->owner, pthread_self()))) {
+        return NULL;
+    }
+    *slot_out = slot;
+    return timer;
+}
+
+/* Grows the table so that one slot is free. 0 or -ENOMEM. */
+static int reserve_slot(tk_loop *loop, uint32_t wanted) {
+    if (loop->free_slot != TK__NO_SLOT && wanted <= loop->timer_capacity) return 0;
+    uint64_t capacity = loop->timer_capacity ? (uint64_t)loop->timer_capacity * 2 : 64;
+    if (capacity < wanted) capacity = wanted;
+    if (capacity > TK__NO_SLOT - 1) capacity = TK__NO_SLOT - 1;
+    if (capacity <= loop->timer_capacity) return -ENOMEM;
+    tk__timer *timers = realloc(loop->timers, (size_t)capacity * sizeof *timers);
+    if (timers == NULL) return -ENOMEM;
+    loop->timers = timers;
+    uint32_t *positions = realloc(loop->positions, (size_t)capacity * sizeof *positions);
+    if (positions == NULL) return -ENOMEM; /* the larger records array is kept */
+    loop->positions = positions;
+    uint32_t old = loop->timer_capacity;
+    memset(&timers[old], 0, (size_t)(capacity - old) * sizeof *timers);
+    /* New slots go on the free list lowest first, ahead of what was there. */
+    for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
+        timers[slot].generation = 1;
+        positions[slot] = loop->free_slot;
+        loop->free_slot = slot;
+    }
+    loop->timer_capacity = (uint32_t)capacity;
+    return 0;
+}
+
+static uint32_t take_slot(tk_loop *loop) {
+    uint32_t slot = loop->free_slot;
+    loop->free_slot = loop->positions[slot];
+    return slot;
+}
+
+static void release_slot(tk_loop *loop, uint32_t slot) {
+    tk__timer *timer = &loop->timers[slot];
+    timer->state = TK__TIMER_FREE;
+    timer->fn = NULL;
+    timer->context = NULL;
+    if (++timer->generation == 0) timer->generation = 1;
+    loop->positions[slot] = loop->free_slot;
+    loop->free_slot = slot;
+}
+
+/* ---- Counting pending timers by clock and mode -------------------------- */
+
+static void count_in(tk_loop *loop, const tk__timer *timer) {
+    loop->stats.pending++;
+    loop->clock_timers[timer->clock]++;
+    for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
+        loop->mode_timers[__builtin_ctz(modes)]++;
+    }
+}
+
+static void count_out(tk_loop *loop, const tk__timer *timer) {
+    loop->stats.pending--;
+    loop->clock_timers[timer->clock]--;
+    for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
+        loop->mode_timers[__builtin_ctz(modes)]--;
+    }
+}
+
+/* ---- Placing a timer ----------------------------------------------------- */
+
+/* Takes a scheduled or parked timer out of its heap or the parked list. */
+static void unplace(tk_loop *loop, uint32_t slot) {
+    tk__timer *timer = &loop->timers[slot];
+    uint32_t index = loop->positions[slot];
+    if (timer->state == TK__TIMER_SCHEDULED) {
+        tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
+    } else if (timer->state == TK__TIMER_PARKED) {
+        tk__heap *parked = &loop->parked;
+        tk__heap_entry last = parked->entries[--parked->count];
+        if (index != parked->count) {
+            parked->entries[index] = last;
+            loop->positions[last.slot] = index;
+        }
+    }
+}
+
+/* Puts a timer into its clock's heap with a fresh sequence number. The heap
+ * has room: reserved when the timer was counted in. */
+static void place(tk_loop *loop, uint32_t slot, int64_t deadline) {
+    tk__timer *timer = &loop->timers[slot];
+    tk__heap_entry entry = {.deadline = deadline, .seq = loop->next_seq++, .slot = slot};
+    tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+    timer->state = TK__TIMER_SCHEDULED;
+    timer->placed_pass = loop->pass;
+}
+
+/* The deadline of a scheduled or parked timer. */
+static int64_t deadline_of(const tk_loop *loop, uint32_t slot) {
+    const tk__timer *timer = &loop->timers[slot];
+    const tk__heap *heap =
+        timer->state == TK__TIMER_PARKED ? &loop->parked : &loop->heaps[timer->clock];
+    return heap->entries[loop->positions[slot]].deadline;
+}
+
+/* ---- Specs ---------------------------------------------------------------- */
+
+static int check_spec(const tk_timer_spec *spec) {
+    if (spec == NULL) return -EINVAL;
+    if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
+    if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
+    if (spec->modes == 0) return -EINVAL;
+    if (spec->flags & ~TK_TIMER_ABSOLUTE) return -EINVAL;
+    return 0;
+}
+
+static int64_t spec_deadline(const tk_loop *loop, const tk_timer_spec *spec) {
+    if (spec->flags & TK_TIMER_ABSOLUTE) return spec->deadline_ns;
+    int64_t now = loop->manual ? loop->manual_now[spec->clock] : tk__clock_read(spec->clock);
+    return tk__add_sat(now, spec->deadline_ns > 0 ? spec->deadline_ns : 0);
+}
+
+static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
+    timer->clock = (uint8_t)spec->clock;
+    timer->interval = spec->interval_ns;
+    timer->modes = spec->modes;
+    int64_t leeway = spec->leeway_ns;
+    if (spec->interval_ns > 0 && leeway > spec->interval_ns / 2) leeway = spec->interval_ns / 2;
+    timer->leeway = leeway;
+}
+
+/* Makes sure `clock` can take one more timer without allocating. */
+static int make_room(tk_loop *loop, tk_clock clock) {
+    int result = tk__loop_open_clock(loop, clock);
+    if (result < 0) return result;
+    return tk__heap_reserve(&loop->heaps[clock], loop->clock_timers[clock] + 1);
+}
+
+/* ---- Public timer calls --------------------------------------------------- */
+
+void tk__timers_init(tk_loop *loop) {
+    loop->timers = NULL;
+    loop->positions = NULL;
+    loop->timer_capacity = 0;
+    loop->free_slot = TK__NO_SLOT;
+    loop->next_seq = 0;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_init(&loop->heaps[clock]);
+    tk__heap_init(&loop->parked);
+    loop->parked_modes = 0;
+    memset(loop->clock_timers, 0, sizeof loop->clock_timers);
+    memset(loop->mode_timers, 0, sizeof loop->mode_timers);
+}
+
+void tk__timers_free(tk_loop *loop) {
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
+    tk__heap_free(&loop->parked);
+    free(loop->timers);
+    free(loop->positions);
+    tk__timers_init(loop);
+}
+
+int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers) {
+    if (loop == NULL || (unsigned)clock >= TK_CLOCK_COUNT) return -EINVAL;
+    if (timers >= TK__NO_SLOT) return -ENOMEM;
+    pthread_mutex_lock(&loop->lock);
+    int result = reserve_slot(loop, timers);
+    if (result == 0) result = tk__heap_reserve(&loop->heaps[clock], timers);
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
+                     void *context, tk_timer_id *id) {
+    if (loop == NULL || fn == NULL || id == NULL) return -EINVAL;
+    int result = check_spec(spec);
+    if (result < 0) return result;
+    pthread_mutex_lock(&loop->lock);
+    result = reserve_slot(loop, 0);
+    if (result == 0) result = make_room(loop, spec->clock);
+    if (result == 0) {
+        uint32_t slot = take_slot(loop);
+        tk__timer *timer = &loop->timers[slot];
+        timer->fn = fn;
+        timer->context = context;
+        apply_spec(timer, spec);
+        count_in(loop, timer);
+        int64_t deadline = spec_deadline(loop, spec);
+        place(loop, slot, deadline);
+        tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+        *id = make_id(slot, timer->generation);
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    uint32_t slot;
+    tk__timer *timer = lookup(loop, id, &slot);
+    int result = -ENOENT;
+    if (timer != NULL) {
+        if (timer->state != TK__TIMER_FIRING) {
+            unplace(loop, slot);
+            count_out(loop, timer);
+        }
+        release_slot(loop, slot);
+        result = 0;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec) {
+    if (loop == NULL) return -EINVAL;
+    int result = check_spec(spec);
+    if (result < 0) return result;
+    pthread_mutex_lock(&loop->lock);
+    uint32_t slot;
+    tk__timer *timer = lookup(loop, id, &slot);
+    if (timer == NULL) {
+        result = -ENOENT;
+    } else {
+        result = make_room(loop, spec->clock);
+    }
+    if (result == 0) {
+        timer = &loop->timers[slot];
+        if (timer->state != TK__TIMER_FIRING) {
+            unplace(loop, slot);
+            count_out(loop, timer);
+        }
+        apply_spec(timer, spec);
+        count_in(loop, timer);
+        int64_t deadline = spec_deadline(loop, spec);
+        place(loop, slot, deadline);
+        tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
+    if (loop == NULL || info == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    uint32_t slot;
+    tk__timer *timer = lookup(loop, id, &slot);
+    int result = -ENOENT;
+    if (timer != NULL && timer->state != TK__TIMER_FIRING) {
+        info->clock = (tk_clock)timer->clock;
+        info->deadline_ns = deadline_of(loop, slot);
+        info->interval_ns = timer->interval;
+        info->leeway_ns = timer->leeway;
+        info->modes = timer->modes;
+        info->waiting_for_mode = timer->state == TK__TIMER_PARKED;
+        result = 0;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+/* Ends a one-shot's callback: frees the slot unless the callback cancelled
+ * (and maybe reused) it or rescheduled it. Lock held. */
+static void finish_one_shot(tk_loop *loop, uint32_t slot, uint32_t generation) {
+    tk__timer *timer = &loop->timers[slot];
+    if (timer->generation == generation && timer->state == TK__TIMER_FIRING) {
+        release_slot(loop, slot);
+    }
+}
+
+int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    uint32_t slot;
+    tk__timer *timer = lookup(loop, id, &slot);
+    if (timer == NULL || timer->state == TK__TIMER_FIRING) {
+        pthread_mutex_unlock(&loop->lock);
+        return -ENOENT;
+    }
+    tk_timer_fn fn = timer->fn;
+    void *context = timer->context;
+    if (timer->interval == 0) {
+        unplace(loop, slot);
+        count_out(loop, timer);
+        release_slot(loop, slot);
+    }
+    loop->stats.fired++;
+    loop->fire_calls++;
+    pthread_mutex_unlock(&loop->lock);
+    fn(loop, id, 0, context);
+    pthread_mutex_lock(&loop->lock);
+    loop->fire_calls--;
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+/* ---- Firing ------------------------------------------------------------- */
+
+/* Puts back into their heaps the parked timers that `mode` runs. */
+static void unpark(tk_loop *loop, unsigned mode) {
+    tk_mode_set bit = TK_MODES(mode);
+    if (!(loop->parked_modes & bit)) return;
+    tk__heap *parked = &loop->parked;
+    tk_mode_set remaining = 0;
+    for (uint32_t index = 0; index < parked->count;) {
+        tk__heap_entry entry = parked->entries[index];
+        tk__timer *timer = &loop->timers[entry.slot];
+        if (!(timer->modes & bit)) {
+            remaining |= timer->modes;
+            index++;
+            continue;
+        }
+        parked->entries[index] = parked->entries[--parked->count];
+        if (index < parked->count) loop->positions[parked->entries[index].slot] = index;
+        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+        timer->state = TK__TIMER_SCHEDULED;
+    }
+    loop->parked_modes = remaining;
+}
+
+static void park(tk_loop *loop, tk__heap_entry entry) {
+    tk__timer *timer = &loop->timers[entry.slot];
+    uint32_t index = loop->parked.count++;
+    loop->parked.entries[index] = entry;
+    loop->positions[entry.slot] = index;
+    loop->parked_modes |= timer->modes;
+    timer->state = TK__TIMER_PARKED;
+}
+
+/* The next deadline on a repeating timer's grid after `now`, and how many
+ * grid points were skipped on the way. Exact over the whole int64 range (a
+ * timer can be more than INT64_MAX late); a next deadline past INT64_MAX
+ * saturates, which means never. */
+static int64_t next_on_grid(int64_t deadline, int64_t interval, int64_t now, uint64_t *missed) {
+    uint64_t late = now > deadline ? (uint64_t)now - (uint64_t)deadline : 0;
+    uint64_t skipped = late / (uint64_t)interval;
+    *missed = skipped;
+    __int128 next = (__int128)deadline + ((__int128)skipped + 1) * interval;
+    return next > INT64_MAX ? INT64_MAX : (int64_t)next;
+}
+
+/* The due entry to fire next across all clocks: the most overdue, then the
+ * earliest scheduled. A clock whose earliest timer got its deadline during
+ * this pass is done for the pass. */
+static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT]) {
+    int best = -1;
+    int64_t best_late = 0;
+    uint32_t best_seq = 0;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        const tk__heap_entry *top = tk__heap_top(&loop->heaps[clock]);
+        /* INT64_MAX stands for a deadline beyond the clock's range: never. */
+        if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
+        if (loop->timers[top->slot].placed_pass == loop->pass) continue;
+        int64_t late = tk__sub_sat(now[clock], top->deadline);
+        if (best < 0 || late > best_late ||
+            (late == best_late && (int32_t)(top->seq - best_seq) < 0)) {
+            best = clock;
+            best_late = late;
+            best_seq = top->seq;
+        }
+    }
+    return best;
+}
+
+int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_CLOCK_COUNT],
+                            int stoppable) {
+    /* Parking never allocates: make room for every timer outside the mode. */
+    uint32_t outside = (uint32_t)loop->stats.pending - loop->mode_timers[mode];
+    if (outside > 0 && tk__heap_reserve(&loop->parked, outside) < 0) return -ENOMEM;
+
+    unpark(loop, mode);
+    loop->pass++;
+    tk_mode_set bit = TK_MODES(mode);
+    int64_t fired = 0;
+    int clock;
+    while ((clock = next_due(loop, now)) >= 0) {
+        tk__heap *heap = &loop->heaps[clock];
+        tk__heap_entry entry = heap->entries[0];
+        uint32_t slot = entry.slot;
+        tk__timer *timer = &loop->timers[slot];
+        if (!(timer->modes & bit)) {
+            tk__heap_remove(heap, loop->positions, 0);
+            park(loop, entry);
+            continue;
+        }
+        tk_timer_fn fn = timer->fn;
+        void *context = timer->context;
+        uint32_t generation = timer->generation;
+        tk_timer_id id = make_id(slot, generation);
+        uint64_t missed = 0;
+        int one_shot = timer->interval == 0;
+        if (one_shot) {
+            tk__heap_remove(heap, loop->positions, 0);
+            count_out(loop, timer);
+            timer->state = TK__TIMER_FIRING;
+        } else {
+            int64_t next = next_on_grid(entry.deadline, timer->interval, now[clock], &missed);
+            tk__heap_update(heap, loop->positions, 0, next, loop->next_seq++);
+            timer->placed_pass = loop->pass;
+        }
+        loop->stats.fired++;
+        fired++;
+        pthread_mutex_unlock(&loop->lock);
+        fn(loop, id, missed, context);
+        pthread_mutex_lock(&loop->lock);
+        if (one_shot) finish_one_shot(loop, slot, generation);
+        if (stoppable && loop->stop_requested) break;
+    }
+    return fired;
+}
+
+/* ---- The wake-up target ------------------------------------------------- */
+
+int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
+                               uint32_t visit_limit) {
+    const tk__heap *heap = &loop->heaps[clock];
+    if (heap->count == 0) return INT64_MAX;
+    const tk__heap_entry *entries = heap->entries;
+    tk_mode_set bit = TK_MODES(mode);
+
+    /*
+     * Depth-first over the heap, pruning every subtree whose root deadline is
+     * already no earlier than the best target: its timers' targets
+     * (deadline + leeway) cannot be earlier. What is visited is, in the main,
+     * the timers that will fire at the wake-up being chosen, so the search
+     * costs about as much as the firing it plans. A 4-ary heap of at most
+     * 2^32 entries is 16 levels deep, and the stack holds at most three
+     * siblings per level plus the children of the node being expanded.
+     */
+    uint32_t stack[4 * 17];
+    uint32_t depth = 0;
+    uint32_t visits = 0;
+    int64_t best = INT64_MAX;
+    stack[depth++] = 0;
+    while (depth > 0) {
+        uint32_t index = stack[--depth];
+        const tk__heap_entry *entry = &entries[index];
+        if (entry->deadline >= best) continue;
+        if (visit_limit && ++visits > visit_limit) {
+            /* Give up on precision: wake at this deadline at the latest. */
+            best = entry->deadline;
+            continue;
+        }
+        const tk__timer *timer = &loop->timers[entry->slot];
+        if (timer->modes & bit) {
+            int64_t target = tk__add_sat(entry->deadline, timer->leeway);
+            if (target < best) best = target;
+        }
+        uint64_t first = (uint64_t)index * TK__HEAP_ARITY + 1;
+        for (uint64_t child = first; child < first + TK__HEAP_ARITY && child < heap->count;
+             child++) {
+            if (entries[child].deadline < best) stack[depth++] = (uint32_t)child;
+        }
+    }
+    return best;
+}

@@ -1,0 +1,42 @@
+/// A run-loop mode: a name that decides which timers may fire.
+///
+/// A loop runs in one mode at a time, and a timer fires only while the loop
+/// runs one of the modes it was added to. The classic case: a carousel timer
+/// added to ``common`` keeps ticking while the loop runs in ``tracking``
+/// (say, while a list scrolls); a timer in ``default`` only waits, and fires
+/// once when the loop is back in ``default``.
+///
+/// ```swift
+/// let loop = try TimerLoop()
+/// let carousel = try loop.schedule(after: .seconds(3), repeating: .seconds(3),
+///                                  in: [.common]) { _, _ in showNextPage() }
+/// try loop.run(mode: .tracking, until: .now + .seconds(1))   // carousel still ticks
+/// ```
+public struct LoopMode: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The mode's name. Two modes with the same name are the same mode.
+    public let name: String
+
+    /// A mode with the given name.
+    public init(_ name: String) {
+        self.name = name
+    }
+
+    /// A mode named by a string literal: `let mode: LoopMode = "modal"`.
+    public init(stringLiteral name: String) {
+        self.name = name
+    }
+
+    /// The mode a loop runs in unless told otherwise.
+    public static let `default` = LoopMode("default")
+
+    /// The mode for interactive tracking (a scroll, a drag).
+    public static let tracking = LoopMode("tracking")
+
+    /// Not a mode but the loop's set of common modes (``default`` and
+    /// ``tracking`` unless more are added with ``TimerLoop/addCommonMode(_:)``).
+    /// Add timers to it; a loop cannot run in it.
+    public static let common = LoopMode("common")
+
+    /// The mode's name.
+    public var description: String { name }
+}

@@ -1,0 +1,146 @@
+import CTimerCore
+import Synchronization
+
+/// A clock for tests: time moves only when the test says so, and moving it
+/// fires every due sleep and timer synchronously, in deadline order.
+///
+/// ```swift
+/// let clock = try ManualClock()
+/// let countdown = Task { try await clock.sleep(for: .seconds(60)); return "done" }
+/// await clock.waitForSleepers(1)          // the task is asleep
+/// try clock.advance(by: .seconds(60))      // resumes it, no real waiting
+/// #expect(try await countdown.value == "done")
+/// ```
+///
+/// It is built on a manual ``TimerLoop`` (``loop``): timers scheduled on that
+/// loop fire inside ``advance(by:)`` itself, on the calling thread, so code
+/// built on ``LoopTimer`` is tested without any task scheduling at all. A
+/// sleeping task is resumed inside ``advance(by:)`` too; it then runs as soon
+/// as the concurrency runtime schedules it. ``waitForSleepers(_:)`` waits for
+/// tasks to go to sleep without polling or yielding loops.
+///
+/// Thread safety: all members may be used from any thread.
+public final class ManualClock: Clock, Sendable {
+    /// A reading of the manual clock.
+    public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
+        /// Time since the clock's zero.
+        public var offset: Duration
+
+        /// The instant `offset` after the clock's zero.
+        public init(offset: Duration) {
+            self.offset = offset
+        }
+
+        /// The instant `duration` later.
+        public func advanced(by duration: Duration) -> Instant {
+            Instant(offset: offset + duration)
+        }
+
+        /// The time from this instant to `other`.
+        public func duration(to other: Instant) -> Duration {
+            other.offset - offset
+        }
+
+        /// Whether `lhs` comes before `rhs`.
+        public static func < (lhs: Instant, rhs: Instant) -> Bool {
+            lhs.offset < rhs.offset
+        }
+
+        /// The instant `rhs` after `lhs`.
+        public static func + (lhs: Instant, rhs: Duration) -> Instant {
+            lhs.advanced(by: rhs)
+        }
+
+        /// The instant `rhs` before `lhs`.
+        public static func - (lhs: Instant, rhs: Duration) -> Instant {
+            lhs.advanced(by: .zero - rhs)
+        }
+
+        /// The time from `rhs` to `lhs`.
+        public static func - (lhs: Instant, rhs: Instant) -> Duration {
+            lhs.offset - rhs.offset
+        }
+    }
+
+    /// The manual loop behind the clock. Timers added to it fire during
+    /// ``advance(by:)``, measured on its ``CoreClock/monotonic`` clock.
+    public let loop: TimerLoop
+
+    private struct Sleepers {
+        var count = 0
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let sleepers = Mutex(Sleepers())
+
+    /// A clock reading `start`.
+    ///
+    /// - Throws: ``TimerError/core(_:)`` if the loop cannot be created.
+    public init(start: Instant = Instant(offset: .zero)) throws(TimerError) {
+        loop = try TimerLoop.manual(startingAt: start.offset)
+    }
+
+    /// The clock's current reading.
+    public var now: Instant { Instant(offset: loop.now(.monotonic)) }
+
+    /// One nanosecond.
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    /// Suspends until the clock is advanced to `deadline` (plus at most
+    /// `tolerance`, shared with other sleeps as on a real clock).
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try await Sleeper.sleep(
+            on: loop, clock: .monotonic, until: deadline.offset, tolerance: tolerance,
+            registered: { [self] in changeSleepers(by: 1) },
+            settled: { [self] in changeSleepers(by: -1) })
+    }
+
+    /// Moves the clock forward by `duration`, resuming every sleep and firing
+    /// every timer of ``loop`` that comes due, in deadline order, before it
+    /// returns. Returns how many sleeps and timers it ended.
+    ///
+    /// - Throws: ``TimerError/busy`` when called from a timer's action on the
+    ///   clock's own loop; ``TimerError/core(_:)`` with `EINVAL` for a negative
+    ///   duration.
+    @discardableResult
+    public func advance(by duration: Duration) throws(TimerError) -> Int {
+        try loop.advance(by: duration)
+    }
+
+    /// Moves the clock forward to `instant` (no-op if it is not later).
+    @discardableResult
+    public func advance(to instant: Instant) throws(TimerError) -> Int {
+        let now = now
+        guard instant > now else { return 0 }
+        return try advance(by: now.duration(to: instant))
+    }
+
+    /// How many sleeps are waiting for the clock to move.
+    public var pendingSleeps: Int {
+        sleepers.withLock { $0.count }
+    }
+
+    /// Returns once at least `count` sleeps are waiting for the clock: the way
+    /// for a test to know that the tasks it started have gone to sleep.
+    public func waitForSleepers(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = sleepers.withLock { sleepers in
+                if sleepers.count >= count { return true }
+                sleepers.waiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    private func changeSleepers(by change: Int) {
+        let ready = sleepers.withLock { sleepers in
+            sleepers.count += change
+            let count = sleepers.count
+            let ready = sleepers.waiters.filter { $0.count <= count }
+            sleepers.waiters.removeAll { $0.count <= count }
+            return ready
+        }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+}

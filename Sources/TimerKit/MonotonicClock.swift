@@ -1,0 +1,89 @@
+import CTimerCore
+
+/// A clock that counts time since boot and stops while the system is suspended (`CLOCK_MONOTONIC`).
+///
+/// Use it for intervals that should not include time asleep, such as an animation or a retry delay.
+///
+/// Sleeping is served by TimerKit's own loop, so the tolerance is honoured:
+/// nearby sleeps share a wake-up, and none ends early. A cancelled sleep gives
+/// its timer back at once.
+///
+/// ```swift
+/// let clock = MonotonicClock()
+/// try await clock.sleep(for: .seconds(5), tolerance: .milliseconds(500))
+/// // or: try await Task.sleep(for: .seconds(5), tolerance: .milliseconds(500), clock: clock)
+/// ```
+public struct MonotonicClock: Clock, Sendable {
+    /// A reading of the clock.
+    public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
+        /// Time since the clock's origin (boot).
+        public var offset: Duration
+
+        /// The instant `offset` after the clock's origin.
+        public init(offset: Duration) {
+            self.offset = offset
+        }
+
+        /// The current reading of the clock.
+        public static var now: Instant { MonotonicClock().now }
+
+        /// The instant `duration` later.
+        public func advanced(by duration: Duration) -> Instant {
+            Instant(offset: offset + duration)
+        }
+
+        /// The time from this instant to `other`.
+        public func duration(to other: Instant) -> Duration {
+            other.offset - offset
+        }
+
+        /// Whether `lhs` comes before `rhs`.
+        public static func < (lhs: Instant, rhs: Instant) -> Bool {
+            lhs.offset < rhs.offset
+        }
+
+        /// The instant `rhs` after `lhs`.
+        public static func + (lhs: Instant, rhs: Duration) -> Instant {
+            lhs.advanced(by: rhs)
+        }
+
+        /// The instant `rhs` before `lhs`.
+        public static func - (lhs: Instant, rhs: Duration) -> Instant {
+            lhs.advanced(by: .zero - rhs)
+        }
+
+        /// The time from `rhs` to `lhs`.
+        public static func - (lhs: Instant, rhs: Instant) -> Duration {
+            lhs.offset - rhs.offset
+        }
+    }
+
+    /// The clock. All instances read the same clock.
+    public init() {}
+
+    /// The current reading.
+    ///
+    /// - Complexity: O(1); a vDSO read, no system call.
+    public var now: Instant {
+        var nanoseconds: Int64 = 0
+        _ = tk_clock_now(TK_CLOCK_MONOTONIC, &nanoseconds)
+        return Instant(offset: .nanoseconds(nanoseconds))
+    }
+
+    /// The clock's resolution as the kernel reports it.
+    public var minimumResolution: Duration {
+        var nanoseconds: Int64 = 1
+        _ = tk_clock_resolution(TK_CLOCK_MONOTONIC, &nanoseconds)
+        return .nanoseconds(nanoseconds)
+    }
+
+    /// Suspends until the clock reads `deadline`, at most `tolerance` later.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled first;
+    ///   TimerError if TimerKit's loop cannot be started.
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let loop = try SleepService.loop.get()
+        try await Sleeper.sleep(
+            on: loop, clock: .init(TK_CLOCK_MONOTONIC), until: deadline.offset, tolerance: tolerance)
+    }
+}

@@ -1,0 +1,386 @@
+/*
+ * CTimerCore: the C timing core of TimerKit.
+ *
+ * Clocks, a deadline heap with O(log n) cancel, and an event loop that sleeps
+ * on one timerfd per clock and watches file descriptors with epoll. Linux only.
+ *
+ * Conventions
+ *   - Public names start with `tk_`; internal ones with `tk__`.
+ *   - Every function that can fail returns 0 (or a non-negative count) on
+ *     success and a negative errno value on failure. Results come back through
+ *     pointer arguments. No function aborts on bad input, and a failed call
+ *     leaves everything already scheduled untouched.
+ *   - Times are signed 64-bit nanoseconds. Deadlines are absolute readings of
+ *     the timer's clock. Arithmetic that would overflow saturates at INT64_MAX
+ *     (a deadline of INT64_MAX never comes).
+ *
+ * Only <stdint.h>, <stddef.h> and <time.h> are included: everything here is
+ * also what Swift sees through the module map.
+ */
+#ifndef CTIMERCORE_H
+#define CTIMERCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Types
+ * ------------------------------------------------------------------------ */
+
+/** The clocks a timer can be measured against. */
+typedef enum tk_clock {
+    /** Counts from boot, stops while the system is suspended. Cannot be set. */
+    TK_CLOCK_MONOTONIC = 0,
+    /** Counts from boot including time spent suspended. Cannot be set. */
+    TK_CLOCK_BOOTTIME = 1,
+    /** Wall-clock time since the Unix epoch. The user or NTP may step it. */
+    TK_CLOCK_REALTIME = 2,
+} tk_clock;
+
+/** How many clocks there are; valid `tk_clock` values are below this. */
+#define TK_CLOCK_COUNT 3
+
+/**
+ * A timer handle: a slot number with a generation. 0 is never a valid handle.
+ * A handle outlives its timer harmlessly: once the timer is cancelled or a
+ * one-shot timer has fired, every call with the old handle returns -ENOENT,
+ * even after the slot is reused by another timer.
+ */
+typedef uint64_t tk_timer_id;
+
+/** The handle value that never names a timer. */
+#define TK_TIMER_NONE ((tk_timer_id)0)
+
+/**
+ * A set of run-loop modes, one bit per mode: bit i is mode i, for 0 <= i < 32.
+ * A timer fires only while the loop runs in one of the modes of its set. What
+ * a mode means (default, tracking, ...) is up to the caller; a "common modes"
+ * set is just a set with several bits.
+ */
+typedef uint32_t tk_mode_set;
+
+/** How many modes a loop distinguishes. */
+#define TK_MODE_COUNT 32
+
+/** Mode 0, the mode a loop runs in unless told otherwise. */
+#define TK_MODE_DEFAULT 0u
+
+/** The set holding only `mode` (which must be below TK_MODE_COUNT). */
+#define TK_MODES(mode) ((tk_mode_set)1u << (mode))
+
+/** Readiness events for watched file descriptors (same values as epoll's). */
+#define TK_IO_READABLE 0x001u
+#define TK_IO_WRITABLE 0x004u
+/** Reported only: an error condition, or the peer hung up. */
+#define TK_IO_ERROR 0x008u
+#define TK_IO_HANGUP 0x010u
+
+/** Opaque event loop. */
+typedef struct tk_loop tk_loop;
+
+/**
+ * Called when a timer fires, on the thread running the loop, with no loop
+ * lock held: the callback may schedule, reschedule or cancel any timer,
+ * including `timer` itself, and may stop the loop.
+ *
+ * `missed` is 0 for a timer that fired on time. For a repeating timer that
+ * fired so late that whole periods passed, it is the number of fires skipped
+ * (the timer fires once, not once per missed period). A one-shot timer is no
+ * longer scheduled when its callback runs, unless the callback reschedules it.
+ */
+typedef void (*tk_timer_fn)(tk_loop *loop, tk_timer_id timer, uint64_t missed,
+                            void *context);
+
+/** Called when a watched descriptor is ready; `events` is a TK_IO_* mask. */
+typedef void (*tk_io_fn)(tk_loop *loop, int fd, uint32_t events, void *context);
+
+/**
+ * Called when the wall clock (CLOCK_REALTIME) was stepped: set by a user, an
+ * NTP daemon, or (on a manual loop) tk_loop_set_manual_time.
+ */
+typedef void (*tk_clock_change_fn)(tk_loop *loop, void *context);
+
+/** What a timer should do: when, how often, how precisely, in which modes. */
+typedef struct tk_timer_spec {
+    /** The clock the deadline is measured on. */
+    tk_clock clock;
+    /**
+     * When to fire: nanoseconds from now on `clock` (a value below 0 counts as
+     * 0), or with TK_TIMER_ABSOLUTE in `flags`, an absolute reading of `clock`.
+     */
+    int64_t deadline_ns;
+    /** 0 for a one-shot timer; the period of a repeating timer (> 0). */
+    int64_t interval_ns;
+    /**
+     * How late the timer may fire so that its wake-up can be shared with
+     * other timers (>= 0). Never early: the timer fires in
+     * [deadline, deadline + leeway] unless the thread is busy. A repeating
+     * timer's leeway is clamped to interval / 2.
+     */
+    int64_t leeway_ns;
+    /** The modes the timer fires in (not empty). */
+    tk_mode_set modes;
+    /** 0 or TK_TIMER_ABSOLUTE. */
+    uint32_t flags;
+} tk_timer_spec;
+
+/** `deadline_ns` is an absolute reading of the timer's clock. */
+#define TK_TIMER_ABSOLUTE 0x1u
+
+/** What tk_loop_timer_info reports of a scheduled timer. */
+typedef struct tk_timer_info {
+    tk_clock clock;
+    /** The absolute deadline of the next fire. */
+    int64_t deadline_ns;
+    int64_t interval_ns;
+    /** The leeway in force (after clamping). */
+    int64_t leeway_ns;
+    tk_mode_set modes;
+    /** 1 if the timer came due while the loop ran a mode outside its set. */
+    int waiting_for_mode;
+} tk_timer_info;
+
+/** Counters a loop keeps about itself. */
+typedef struct tk_loop_stats {
+    /** Timers scheduled and not yet fired or cancelled. */
+    uint64_t pending;
+    /** Times the loop returned from waiting (or, manual, moved time to a target). */
+    uint64_t wakeups;
+    /** Timer callbacks run. */
+    uint64_t fired;
+    /** timerfd_settime calls made to arm the clocks. */
+    uint64_t arms;
+    /** Times the wall clock was seen to step. */
+    uint64_t clock_changes;
+} tk_loop_stats;
+
+/** Why tk_loop_run returned (non-negative results of tk_loop_run). */
+typedef enum tk_run_result {
+    /** tk_loop_stop was called. */
+    TK_RUN_STOPPED = 0,
+    /** The `until_ns` deadline passed. */
+    TK_RUN_TIMED_OUT = 1,
+    /** With TK_RUN_ONCE or TK_RUN_NOWAIT: one pass was made. */
+    TK_RUN_PASSED = 2,
+} tk_run_result;
+
+/** tk_loop_run flag: make one pass, waiting until something happens. */
+#define TK_RUN_ONCE 0x1u
+/** tk_loop_run flag: make one pass without waiting. */
+#define TK_RUN_NOWAIT 0x2u
+/** `until_ns` value for "no time limit". */
+#define TK_FOREVER INT64_MAX
+
+/* ------------------------------------------------------------------------
+ * Clocks
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Reads `clock` into `*now_ns` (nanoseconds). Returns 0, or -EINVAL for an
+ * unknown clock or a NULL pointer. Does not allocate; served by the vDSO.
+ */
+int tk_clock_now(tk_clock clock, int64_t *now_ns);
+
+/** Stores the resolution of `clock` in nanoseconds. 0 or -EINVAL. */
+int tk_clock_resolution(tk_clock clock, int64_t *resolution_ns);
+
+/**
+ * Copies this boot's id (the 36-character UUID from
+ * /proc/sys/kernel/random/boot_id) and a terminating NUL into `buffer`.
+ * Returns 0, -EINVAL for NULL, -ERANGE if `size` < 37, or the negative errno
+ * of opening or reading the file.
+ */
+int tk_boot_id(char *buffer, size_t size);
+
+/**
+ * Stores the calling thread's timer slack (how late the kernel may end its
+ * sleeps, e.g. an epoll timeout; timerfds are not subject to it).
+ */
+int tk_timer_slack(int64_t *slack_ns);
+
+/* ------------------------------------------------------------------------
+ * Loops
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Creates a loop on the real clocks and stores it in `*loop`. It owns an
+ * epoll instance, an eventfd and, once a timer uses a clock, that clock's
+ * timerfd. Returns 0, -EINVAL, -ENOMEM, or the errno of epoll_create1 or
+ * eventfd (e.g. -EMFILE); nothing is left allocated on failure.
+ */
+int tk_loop_create(tk_loop **loop);
+
+/**
+ * Creates a loop on a manual clock: its three clocks start at `start_ns` and
+ * move only through tk_loop_advance and tk_loop_set_manual_time. Timers fire
+ * when time is advanced past them, without sleeping; file descriptors can be
+ * watched as on a real loop. For deterministic tests.
+ */
+int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
+
+/**
+ * Destroys the loop: every pending timer and watch is dropped without its
+ * callback, and all memory and descriptors are released. Returns 0, -EINVAL
+ * for NULL, or -EBUSY while the loop is running or one of its callbacks runs
+ * (also one run by tk_loop_fire), in which case nothing is destroyed.
+ */
+int tk_loop_destroy(tk_loop *loop);
+
+/**
+ * Makes room for `timers` pending timers on `clock`, so that scheduling up to
+ * that many never allocates. Returns 0, -EINVAL or -ENOMEM.
+ */
+int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
+
+/**
+ * Reads `clock` as this loop sees it (the manual time on a manual loop).
+ */
+int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
+
+/**
+ * Runs the loop on the calling thread in `mode` until tk_loop_stop is called,
+ * or the monotonic clock reaches `until_ns` (TK_FOREVER for no limit), or,
+ * with TK_RUN_ONCE, after one pass that waited for and handled something, or,
+ * with TK_RUN_NOWAIT, after one pass without waiting. A loop with nothing to
+ * do keeps waiting: another thread may schedule a timer or stop it.
+ *
+ * Each pass fires, in deadline order, every timer of the mode whose deadline
+ * has passed (timers scheduled by those callbacks fire in a later pass), then
+ * handles ready descriptors, then sleeps until the earliest
+ * (deadline + leeway) among the mode's timers, so timers close together share
+ * one wake-up. A timer that came due while the loop ran a mode outside its
+ * set fires once when the loop next runs a mode of its set.
+ *
+ * May be called from a callback of the same loop on the same thread (a
+ * nested run, e.g. in another mode); tk_loop_stop ends the innermost run.
+ * Returns a tk_run_result, -EINVAL for a NULL loop or a mode >= TK_MODE_COUNT,
+ * -EBUSY if another thread is running the loop, or the negative errno of a
+ * failed epoll_wait / timerfd call.
+ */
+int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags);
+
+/**
+ * Asks the innermost tk_loop_run to return TK_RUN_STOPPED after its current
+ * callback. Safe from any thread and from callbacks. If the loop is not
+ * running, the next run returns at once. 0 or -EINVAL.
+ */
+int tk_loop_stop(tk_loop *loop);
+
+/** Wakes a waiting tk_loop_run for one pass, from any thread. 0 or -errno. */
+int tk_loop_wakeup(tk_loop *loop);
+
+/**
+ * Sets (or with `fn` NULL, clears) the function called when the wall clock
+ * is stepped. While set, the loop keeps a CLOCK_REALTIME timerfd armed with
+ * TFD_TIMER_CANCEL_ON_SET, so a step is seen at once, even with no wall-clock
+ * timer scheduled. Wall-clock timers are re-evaluated after a step whether or
+ * not a function is set.
+ */
+int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
+                                     void *context);
+
+/** Copies the loop's counters into `*stats`. 0 or -EINVAL. */
+int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats);
+
+/* ------------------------------------------------------------------------
+ * Timers
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Schedules a timer and stores its handle in `*timer`. `fn` is called with
+ * `context` each time it fires. Safe from any thread: if the loop is asleep
+ * and this timer must wake it earlier, its timerfd is re-armed at once.
+ *
+ * Returns 0, or -EINVAL for a NULL argument, an unknown clock, a negative
+ * leeway or interval, empty modes or unknown flags, -ENOMEM when the timer
+ * table cannot grow, or the negative errno of creating the clock's timerfd.
+ * O(log n); no allocation once the table has room (see tk_loop_reserve).
+ */
+int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
+                     void *context, tk_timer_id *timer);
+
+/**
+ * Cancels a scheduled timer: its callback will not run again. Returns 0, or
+ * -ENOENT for a handle that names no scheduled timer (never scheduled,
+ * already cancelled, or a one-shot timer that has fired), -EINVAL for NULL.
+ * Cancelling a timer from inside its own callback is allowed. O(log n).
+ */
+int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
+
+/**
+ * Gives a scheduled timer a new deadline, interval, leeway, clock and modes,
+ * keeping its handle, callback and context. Also revives a one-shot timer
+ * from inside its own callback. The same errors as tk_loop_schedule and
+ * tk_loop_cancel; on error the timer is unchanged. O(log n).
+ */
+int tk_loop_reschedule(tk_loop *loop, tk_timer_id timer,
+                       const tk_timer_spec *spec);
+
+/** Describes a scheduled timer. 0, -ENOENT or -EINVAL. */
+int tk_loop_timer_info(tk_loop *loop, tk_timer_id timer, tk_timer_info *info);
+
+/**
+ * Runs the timer's callback now, on the calling thread, with `missed` 0. A
+ * one-shot timer is then done (cancelled first, so the callback sees it
+ * gone); a repeating timer keeps its schedule. 0, -ENOENT or -EINVAL.
+ */
+int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
+
+/* ------------------------------------------------------------------------
+ * File descriptors
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Calls `fn` whenever `fd` is ready for any of `events` (TK_IO_READABLE,
+ * TK_IO_WRITABLE; level-triggered), in every mode. Watching an fd that is
+ * already watched replaces its events, function and context. The loop does
+ * not own `fd`: unwatch it before closing it. Returns 0, -EINVAL, -ENOMEM or
+ * the errno of epoll_ctl (e.g. -EBADF, -EPERM for a regular file).
+ */
+int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
+                     void *context);
+
+/** Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. */
+int tk_loop_unwatch_fd(tk_loop *loop, int fd);
+
+/* ------------------------------------------------------------------------
+ * Manual time (loops made by tk_loop_create_manual)
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Moves all three manual clocks forward by `delta_ns`, firing on the calling
+ * thread, in `mode`, every timer that would have fired in that span, exactly
+ * as the real loop would: time jumps to each wake-up target (the earliest
+ * deadline + leeway among the mode's timers), then every timer whose deadline
+ * has passed fires, in deadline order, with the clocks reading the wake-up
+ * time. Callbacks may schedule timers that fall in the span; they fire too.
+ * A pending wall-clock step (see tk_loop_set_manual_time) is handled first.
+ * `delta_ns` 0 fires what is already due.
+ *
+ * Returns the number of callbacks run (>= 0), -EINVAL for NULL, a negative
+ * delta or a mode >= TK_MODE_COUNT, -ENOTSUP on a real-clock loop, or -EBUSY
+ * if another thread is running the loop or this is called from one of its
+ * callbacks.
+ */
+int64_t tk_loop_advance(tk_loop *loop, unsigned mode, int64_t delta_ns);
+
+/**
+ * Sets one manual clock. The monotonic and boot clocks only move forward
+ * (moving the boot clock alone models a suspend); the wall clock may jump
+ * either way, which is a clock step: the next tk_loop_advance or tk_loop_run
+ * raises the clock-change function and re-evaluates wall-clock timers.
+ * Returns 0, -EINVAL (NULL, unknown clock, a monotonic or boot clock moved
+ * backwards), or -ENOTSUP on a real-clock loop.
+ */
+int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTIMERCORE_H */

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# The test command of TimerKit: builds and runs every test of the package.
+#
+#   scripts/test.sh                  run everything
+#   scripts/test.sh --install-deps   only install missing Debian packages
+#
+# Stages, in order; the first failure stops the run with a non-zero exit:
+#   deps    install the Debian packages the build needs, only if missing
+#   layout  check that every source the stages below need exists
+#   asan    each Tests/CTimerCoreTests/test_*.c, built with clang under
+#           AddressSanitizer + UndefinedBehaviorSanitizer, and run
+#   gcc     the core and each Examples/C/*.c built with gcc, example run
+#   fuzz    Tests/CTimerCoreTests/fuzz_loop.c under libFuzzer for
+#           TK_FUZZ_SECONDS over a copy of its corpus
+#   bench   the core benchmark built with -O2, run with --quick
+#   swift   swift build, swift test
+#
+# The last line printed on success is `N passed, N failed`: the sum of the C
+# test programs' own summary lines and the swift test totals.
+#
+# Environment:
+#   TK_SEED          seed for the C tests and the fuzzer (default: random,
+#                    printed first; set it to reproduce a run)
+#   TK_FUZZ_SECONDS  how long to fuzz (default 60; 0 runs the corpus only)
+#   TK_TEST_TIMEOUT  seconds any one test program may run (default 900)
+#
+# Everything is built under build/ (ignored by git); logs go to build/logs/.
+
+set -Eeuo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+TK_SEED=${TK_SEED:-$(( (RANDOM << 15 | RANDOM) + 1 ))}
+export TK_SEED
+
+# --- toolchain ----------------------------------------------------------------
+
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+# The clang shipped with the Swift toolchain has libFuzzer, the sanitizer
+# runtimes and lld; use it rather than any other clang on PATH.
+toolchain_clang() {
+    local swift_bin
+    swift_bin=$(command -v swift 2>/dev/null) || { echo clang; return; }
+    swift_bin=$(readlink -f "$swift_bin")
+    if [ -x "$(dirname "$swift_bin")/clang" ]; then
+        echo "$(dirname "$swift_bin")/clang"
+    else
+        echo clang
+    fi
+}
+
+# --- Debian packages --------------------------------------------------------
+
+package_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# Installs, non-interactively, whichever of the given packages are missing.
+apt_install_missing() {
+    local missing=() package
+    for package in "$@"; do
+        package_installed "$package" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing missing Debian packages: ${missing[*]}"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 ||
+            { echo "error: need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}"
+}
+
+# gcc for the second-compiler build; libc headers; binutils; the C++ runtime
+# that libFuzzer links against (for the gcc that clang picks up).
+install_deps() {
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "not a Debian system: not installing packages; the builds will tell what is missing"
+        return 0
+    fi
+    apt_install_missing gcc libc6-dev binutils coreutils
+    local gcc_major
+    gcc_major=$(gcc -dumpversion | cut -d. -f1)
+    apt_install_missing "libstdc++-${gcc_major}-dev"
+}
+
+if [ "${1:-}" = "--install-deps" ]; then
+    install_deps
+    exit 0
+elif [ $# -gt 0 ]; then
+    echo "usage: scripts/test.sh [--install-deps]" >&2
+    exit 2
+fi
+
+# --- stage bookkeeping --------------------------------------------------------
+
+LOGS=build/logs
+PASSED=0
+FAILED=0
+STAGE=setup
+STAGE_START=$SECONDS
+SUMMARY=()
+
+begin_stage() {
+    STAGE=$1
+    STAGE_START=$SECONDS
+    echo
+    echo "=== [$STAGE] $2"
+}
+
+end_stage() {
+    local seconds=$((SECONDS - STAGE_START))
+    SUMMARY+=("$(printf '  %-7s %5ss  %s' "$STAGE" "$seconds" "$1")")
+    echo "--- [$STAGE] ok in ${seconds}s: $1"
+}
+
+print_summary() {
+    echo
+    echo "=== summary (seed $TK_SEED, total $((SECONDS))s)"
+    local line
+    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do
+        echo "$line"
+    done
+}
+
+# Reports a failure of the current stage and exits non-zero.
+fail() {
+    trap - ERR
+    local seconds=$((SECONDS - STAGE_START))
+    SUMMARY+=("$(printf '  %-7s %5ss  FAILED: %s' "$STAGE" "$seconds" "$1")")
+    print_summary
+    echo "$PASSED passed, $((FAILED > 0 ? FAILED : 1)) failed"
+    echo "scripts/test.sh: FAILED in stage [$STAGE]: $1 (rerun with TK_SEED=$TK_SEED)" >&2
+    exit 1
+}
+
+trap 'fail "command failed (status $?) at line $LINENO: $BASH_COMMAND"' ERR
+
+# Runs a command with its output shown and saved to a log; sets RUN_STATUS to
+# the command's exit status (a failure here does not end the script).
+run_logged() {
+    local log=$1
+    shift
+    if "$@" 2>&1 | tee "$log"; then
+        RUN_STATUS=0
+    else
+        RUN_STATUS=${PIPESTATUS[0]}
+    fi
+}
+
+# The last `N passed, N failed` line of a log, or nothing.
+summary_line() {
+    grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1 || true
+}
+
+# --- deps ---------------------------------------------------------------------
+
+TK_FUZZ_SECONDS=${TK_FUZZ_SECONDS:-60}
+TK_TEST_TIMEOUT=${TK_TEST_TIMEOUT:-900}
+[[ "$TK_FUZZ_SECONDS" =~ ^[0-9]+$ ]] || fail "TK_FUZZ_SECONDS must be a whole number of seconds"
+[[ "$TK_TEST_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || fail "TK_TEST_TIMEOUT must be a positive number of seconds"
+[[ "$TK_SEED" =~ ^[0-9]+$ ]] || fail "TK_SEED must be a non-negative integer"
+
+echo "seed: TK_SEED=$TK_SEED"
+
+begin_stage deps "Debian packages and toolchain"
+install_deps || fail "could not install the Debian packages the build needs"
+command -v swift >/dev/null 2>&1 || fail "swift not found (expected on PATH or at /opt/swift/usr/bin)"
+CLANG=$(toolchain_clang)
+command -v "$CLANG" >/dev/null 2>&1 || fail "clang not found"
+command -v gcc >/dev/null 2>&1 || fail "gcc not found"
+echo "swift: $(swift --version 2>/dev/null | head -n 1)"
+echo "clang: $CLANG ($("$CLANG" --version | head -n 1))"
+echo "gcc:   $(gcc --version | head -n 1)"
+end_stage "toolchain ready"
+
+# --- layout -------------------------------------------------------------------
+
+begin_stage layout "sources the stages need"
+shopt -s nullglob
+CORE=(Sources/CTimerCore/*.c)
+C_TESTS=(Tests/CTimerCoreTests/test_*.c)
+EXAMPLES=(Examples/C/*.c)
+SWIFT_TESTS=(Tests/TimerKitTests/*.swift)
+shopt -u nullglob
+FUZZER=Tests/CTimerCoreTests/fuzz_loop.c
+FUZZ_CORPUS=Tests/CTimerCoreTests/fuzz-corpus
+BENCH=Benchmarks/CTimerCoreBench/core_bench.c
+missing=()
+for file in include/CTimerCore.h include/module.modulemap Package.swift \
+    Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
+    Sources/CTimerCore/loop.c "$FUZZER" "$BENCH"; do
+    [ -f "$file" ] || missing+=("$file")
+done
+[ ${#C_TESTS[@]} -gt 0 ] || missing+=("Tests/CTimerCoreTests/test_*.c")
+[ ${#EXAMPLES[@]} -gt 0 ] || missing+=("Examples/C/*.c")
+[ ${#SWIFT_TESTS[@]} -gt 0 ] || missing+=("Tests/TimerKitTests/*.swift")
+if [ ! -d "$FUZZ_CORPUS" ] || [ -z "$(ls -A "$FUZZ_CORPUS")" ]; then
+    missing+=("$FUZZ_CORPUS/ (non-empty)")
+fi
+[ ${#missing[@]} -eq 0 ] || fail "missing: ${missing[*]}"
+mkdir -p build/asan build/gcc build/fuzz build/bench "$LOGS"
+end_stage "${#CORE[@]} core files, ${#C_TESTS[@]} C tests, ${#EXAMPLES[@]} examples"
+
+COMMON_FLAGS=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -ISources/CTimerCore)
+SANITIZE_FLAGS=(-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
+    -fno-omit-frame-pointer)
+# lld from the toolchain: the default gold linker floods sanitizer builds
+# with warnings about local symbols.
+CLANG_LINK=(-fuse-ld=lld)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# --- asan: C tests under sanitizers ---------------------------------------------
+
+begin_stage asan "C tests with clang, AddressSanitizer + UndefinedBehaviorSanitizer"
+echo "flags: ${COMMON_FLAGS[*]} ${SANITIZE_FLAGS[*]}"
+c_passed=0
+c_failed=0
+for source in "${C_TESTS[@]}"; do
+    name=$(basename "$source" .c)
+    binary=build/asan/$name
+    log=$LOGS/$name.log
+    echo "--- build $name"
+    "$CLANG" "${COMMON_FLAGS[@]}" "${SANITIZE_FLAGS[@]}" "${CLANG_LINK[@]}" \
+        "${CORE[@]}" "$source" -lpthread -o "$binary" ||
+        fail "could not build $source"
+    echo "--- run $name (TK_SEED=$TK_SEED)"
+    run_logged "$log" timeout -k 10 "$TK_TEST_TIMEOUT" "$binary"
+    line=$(summary_line "$log")
+    if [ -n "$line" ]; then
+        read -r p _ f _ <<<"$line"
+        c_passed=$((c_passed + p))
+        c_failed=$((c_failed + f))
+        PASSED=$((PASSED + p))
+        FAILED=$((FAILED + f))
+    fi
+    if [ "$RUN_STATUS" -eq 124 ] || [ "$RUN_STATUS" -eq 137 ]; then
+        fail "$name timed out after ${TK_TEST_TIMEOUT}s (log: $log)"
+    elif [ "$RUN_STATUS" -ne 0 ]; then
+        fail "$name exited with status $RUN_STATUS${line:+ ($line)} (log: $log)"
+    elif [ -z "$line" ]; then
+        fail "$name printed no 'N passed, N failed' line (log: $log)"
+    elif [ "$f" -ne 0 ]; then
+        fail "$name reported $line but exited 0 (log: $log)"
+    fi
+done
+end_stage "${#C_TESTS[@]} programs: $c_passed passed, $c_failed failed"
+
+# --- gcc: second compiler, example --------------------------------------------
+
+begin_stage gcc "core and examples with gcc -O2"
+GCC_FLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -Iinclude -ISources/CTimerCore)
+echo "flags: ${GCC_FLAGS[*]}"
+for source in "${EXAMPLES[@]}"; do
+    name=$(basename "$source" .c)
+    echo "--- build $name"
+    gcc "${GCC_FLAGS[@]}" "${CORE[@]}" "$source" -lpthread -o "build/gcc/$name" ||
+        fail "gcc could not build $source"
+    echo "--- run $name"
+    run_logged "$LOGS/example-$name.log" timeout -k 10 "$TK_TEST_TIMEOUT" "build/gcc/$name"
+    [ "$RUN_STATUS" -eq 0 ] ||
+        fail "example $name exited with status $RUN_STATUS (log: $LOGS/example-$name.log)"
+done
+end_stage "${#EXAMPLES[@]} examples built and ran"
+
+# --- fuzz -----------------------------------------------------------------------
+
+begin_stage fuzz "libFuzzer on fuzz_loop for ${TK_FUZZ_SECONDS}s"
+"$CLANG" "${COMMON_FLAGS[@]}" -g -O1 -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=all -fno-omit-frame-pointer "${CLANG_LINK[@]}" \
+    "${CORE[@]}" "$FUZZER" -lpthread -o build/fuzz/fuzz_loop ||
+    fail "could not build $FUZZER"
+rm -rf build/fuzz/corpus build/fuzz/artifacts
+cp -R "$FUZZ_CORPUS" build/fuzz/corpus
+mkdir -p build/fuzz/artifacts
+if [ "$TK_FUZZ_SECONDS" -eq 0 ]; then
+    fuzz_limit=(-runs=0)
+else
+    fuzz_limit=(-max_total_time="$TK_FUZZ_SECONDS")
+fi
+# libFuzzer takes a 32-bit seed; 0 would mean "pick one".
+fuzz_seed=$((TK_SEED % 4294967295 + 1))
+run_logged "$LOGS/fuzz_loop.log" timeout -k 10 $((TK_FUZZ_SECONDS + 600)) \
+    build/fuzz/fuzz_loop "${fuzz_limit[@]}" -seed="$fuzz_seed" -timeout=60 \
+    -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/ build/fuzz/corpus
+if [ "$RUN_STATUS" -ne 0 ]; then
+    artifact=$(find build/fuzz/artifacts -type f | head -n 1)
+    fail "fuzz_loop failed (status $RUN_STATUS, -seed=$fuzz_seed${artifact:+, input: $artifact}; log: $LOGS/fuzz_loop.log)"
+fi
+fuzz_done=$(grep -E '^Done [0-9]+ runs' "$LOGS/fuzz_loop.log" | tail -n 1 || true)
+[ -n "$fuzz_done" ] || fail "fuzz_loop did not report its runs (log: $LOGS/fuzz_loop.log)"
+end_stage "$fuzz_done, no crash"
+
+# --- bench: smoke run -------------------------------------------------------------
+
+begin_stage bench "core benchmark -O2 --quick (smoke)"
+"$CLANG" "${COMMON_FLAGS[@]}" -O2 "${CLANG_LINK[@]}" "${CORE[@]}" "$BENCH" \
+    -lpthread -ldl -lm -o build/bench/core_bench ||
+    fail "could not build $BENCH"
+run_logged "$LOGS/core_bench.log" timeout -k 10 "$TK_TEST_TIMEOUT" build/bench/core_bench --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "core_bench --quick exited with status $RUN_STATUS (log: $LOGS/core_bench.log)"
+end_stage "core_bench --quick ran"
+
+# --- swift ------------------------------------------------------------------------
+
+begin_stage swift "swift build, swift test"
+run_logged "$LOGS/swift-build.log" swift build
+[ "$RUN_STATUS" -eq 0 ] || fail "swift build failed (log: $LOGS/swift-build.log)"
+# The console leaves out Swift Testing's "started" lines; the log keeps them.
+if swift test 2>&1 | tee "$LOGS/swift-test.log" | sed -u '/^◇ /d'; then
+    RUN_STATUS=0
+else
+    RUN_STATUS=${PIPESTATUS[0]}
+fi
+# XCTest: "Executed N tests, with F failures" (the last one is the total).
+xc_line=$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$LOGS/swift-test.log" | tail -n 1 || true)
+xc_tests=0
+xc_failed=0
+if [ -n "$xc_line" ]; then
+    xc_tests=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$xc_line")
+    xc_failed=$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$xc_line")
+    ((xc_failed <= xc_tests)) || xc_failed=$xc_tests
+fi
+# Swift Testing: "Test run with N tests ... passed|failed"; failed tests each
+# end with "Test ... failed after".
+st_line=$(grep -E 'Test run with [0-9]+ tests?' "$LOGS/swift-test.log" | tail -n 1 || true)
+st_tests=0
+st_failed=0
+if [ -n "$st_line" ]; then
+    st_tests=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$st_line")
+    st_failed=$(grep -E '^\S+ Test .* failed after' "$LOGS/swift-test.log" | grep -vc 'Test run with' || true)
+fi
+swift_passed=$((xc_tests - xc_failed + st_tests - st_failed))
+swift_failed=$((xc_failed + st_failed))
+PASSED=$((PASSED + swift_passed))
+FAILED=$((FAILED + swift_failed))
+[ "$RUN_STATUS" -eq 0 ] ||
+    fail "swift test failed (status $RUN_STATUS, $swift_passed passed, $swift_failed failed; log: $LOGS/swift-test.log)"
+[ $((xc_tests + st_tests)) -gt 0 ] || fail "swift test ran no tests (log: $LOGS/swift-test.log)"
+[ "$swift_failed" -eq 0 ] || fail "swift test reported $swift_failed failed tests but exited 0"
+end_stage "swift test: $swift_passed passed, $swift_failed failed (XCTest $xc_tests, Swift Testing $st_tests)"
+
+# (Later: swift test --sanitize=thread.)
+
+print_summary
+echo "$PASSED passed, $FAILED failed"
