@@ -341,6 +341,10 @@ swift_passed=$((xc_tests - xc_failed + st_tests - st_failed))
 swift_failed=$((xc_failed + st_failed))
 PASSED=$((PASSED + swift_passed))
 FAILED=$((FAILED + swift_failed))
+if [ "$RUN_STATUS" -ne 0 ] && [ -z "$xc_line$st_line" ]; then
+    first_error=$(grep -m 1 -E '(^|: )error: ' "$LOGS/swift-test.log" || true)
+    fail "swift test could not build or start the tests (status $RUN_STATUS${first_error:+: $first_error}; log: $LOGS/swift-test.log)"
+fi
 [ "$RUN_STATUS" -eq 0 ] ||
     fail "swift test failed (status $RUN_STATUS, $swift_passed passed, $swift_failed failed; log: $LOGS/swift-test.log)"
 [ $((xc_tests + st_tests)) -gt 0 ] || fail "swift test ran no tests (log: $LOGS/swift-test.log)"
