@@ -100,6 +100,12 @@ typedef void (*tk_timer_fn)(tk_loop *loop, tk_timer_id timer, uint64_t missed,
 typedef void (*tk_io_fn)(tk_loop *loop, int fd, uint32_t events, void *context);
 
 /**
+ * Called when the loop lets go of a timer's context for good; see
+ * tk_loop_set_release_handler.
+ */
+typedef void (*tk_release_fn)(tk_loop *loop, void *context);
+
+/**
  * Called when the wall clock (CLOCK_REALTIME) was stepped: set by a user, an
  * NTP daemon, or (on a manual loop) tk_loop_set_manual_time.
  */
@@ -225,7 +231,8 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
 
 /**
  * Destroys the loop: every pending timer and watch is dropped without its
- * callback, and all memory and descriptors are released. Returns 0, -EINVAL
+ * callback (the release handler sees each pending timer's context), and all
+ * memory and descriptors are released. Returns 0, -EINVAL
  * for NULL, or -EBUSY while the loop is running or one of its callbacks runs
  * (also one run by tk_loop_fire), in which case nothing is destroyed.
  */
@@ -284,6 +291,19 @@ int tk_loop_wakeup(tk_loop *loop);
 int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
                                      void *context);
 
+/**
+ * Sets (or with NULL, clears) the function the loop calls, exactly once per
+ * timer, when it will never again pass that timer's context to a callback:
+ * when the timer is cancelled (or, if one of its callbacks is running at that
+ * moment on another thread, when that callback returns), when a one-shot
+ * timer's callback returns without rescheduling it, and for every pending
+ * timer when the loop is destroyed. It runs with no loop lock held, on the
+ * thread that caused it; from tk_loop_destroy it must not call the loop.
+ * This is how a context that owns a reference (e.g. a retained object) is
+ * released safely while other threads cancel. Set it before scheduling.
+ */
+int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn);
+
 /** Copies the loop's counters into `*stats`. 0 or -EINVAL. */
 int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats);
 
@@ -305,9 +325,10 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
                      void *context, tk_timer_id *timer);
 
 /**
- * Cancels a scheduled timer: its callback will not run again. Returns 0, or
- * -ENOENT for a handle that names no scheduled timer (never scheduled,
- * already cancelled, or a one-shot timer that has fired), -EINVAL for NULL.
+ * Cancels a scheduled timer: no callback of it starts after this returns (one
+ * already running on the loop's thread finishes). Returns 0, or -ENOENT for a
+ * handle that names no scheduled timer (never scheduled, already cancelled,
+ * or a one-shot timer that has fired or is firing), -EINVAL for NULL.
  * Cancelling a timer from inside its own callback is allowed. O(log n).
  */
 int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);

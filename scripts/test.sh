@@ -10,10 +10,15 @@
 #   asan    each Tests/CTimerCoreTests/test_*.c, built with clang under
 #           AddressSanitizer + UndefinedBehaviorSanitizer, and run
 #   gcc     the core and each Examples/C/*.c built with gcc, example run
-#   fuzz    Tests/CTimerCoreTests/fuzz_loop.c under libFuzzer for
-#           TK_FUZZ_SECONDS over a copy of its corpus
+#   fuzz    Tests/CTimerCoreTests/fuzz_loop.c (the loop against its reference
+#           model) and fuzz_sntp.c (the SNTP reply parser) under libFuzzer,
+#           TK_FUZZ_SECONDS each, over copies of their corpora
 #   bench   the core benchmark built with -O2, run with --quick
 #   swift   swift build, swift test
+#   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
+#   timerkit  the timerkit command in release: clocks, bench --quick
+#   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
+#           missing, syncs from chrony on loopback under a faked wall clock
 #
 # The last line printed on success is `N passed, N failed`: the sum of the C
 # test programs' own summary lines and the swift test totals.
@@ -191,11 +196,13 @@ SWIFT_TESTS=(Tests/TimerKitTests/*.swift)
 shopt -u nullglob
 FUZZER=Tests/CTimerCoreTests/fuzz_loop.c
 FUZZ_CORPUS=Tests/CTimerCoreTests/fuzz-corpus
+SNTP_FUZZER=Tests/CTimerCoreTests/fuzz_sntp.c
+SNTP_CORPUS=Tests/CTimerCoreTests/fuzz-sntp-corpus
 BENCH=Benchmarks/CTimerCoreBench/core_bench.c
 missing=()
 for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
-    Sources/CTimerCore/loop.c "$FUZZER" "$BENCH"; do
+    Sources/CTimerCore/loop.c "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh; do
     [ -f "$file" ] || missing+=("$file")
 done
 [ ${#C_TESTS[@]} -gt 0 ] || missing+=("Tests/CTimerCoreTests/test_*.c")
@@ -272,7 +279,7 @@ end_stage "${#EXAMPLES[@]} examples built and ran"
 
 # --- fuzz -----------------------------------------------------------------------
 
-begin_stage fuzz "libFuzzer on fuzz_loop for ${TK_FUZZ_SECONDS}s"
+begin_stage fuzz "libFuzzer on fuzz_loop and fuzz_sntp, ${TK_FUZZ_SECONDS}s each"
 "$CLANG" "${COMMON_FLAGS[@]}" -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -fno-omit-frame-pointer "${CLANG_LINK[@]}" \
     "${CORE[@]}" "$FUZZER" -lpthread -o build/fuzz/fuzz_loop ||
@@ -296,7 +303,24 @@ if [ "$RUN_STATUS" -ne 0 ]; then
 fi
 fuzz_done=$(grep -E '^Done [0-9]+ runs' "$LOGS/fuzz_loop.log" | tail -n 1 || true)
 [ -n "$fuzz_done" ] || fail "fuzz_loop did not report its runs (log: $LOGS/fuzz_loop.log)"
-end_stage "$fuzz_done, no crash"
+
+# The SNTP reply parser, over a copy of its own corpus.
+"$CLANG" "${COMMON_FLAGS[@]}" -g -O1 -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=all -fno-omit-frame-pointer "${CLANG_LINK[@]}" \
+    "${CORE[@]}" "$SNTP_FUZZER" -lpthread -o build/fuzz/fuzz_sntp ||
+    fail "could not build $SNTP_FUZZER"
+rm -rf build/fuzz/sntp-corpus
+cp -R "$SNTP_CORPUS" build/fuzz/sntp-corpus
+run_logged "$LOGS/fuzz_sntp.log" timeout -k 10 $((TK_FUZZ_SECONDS + 600)) \
+    build/fuzz/fuzz_sntp "${fuzz_limit[@]}" -seed="$fuzz_seed" -timeout=60 \
+    -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/ build/fuzz/sntp-corpus
+if [ "$RUN_STATUS" -ne 0 ]; then
+    artifact=$(find build/fuzz/artifacts -type f | head -n 1)
+    fail "fuzz_sntp failed (status $RUN_STATUS, -seed=$fuzz_seed${artifact:+, input: $artifact}; log: $LOGS/fuzz_sntp.log)"
+fi
+sntp_done=$(grep -E '^Done [0-9]+ runs' "$LOGS/fuzz_sntp.log" | tail -n 1 || true)
+[ -n "$sntp_done" ] || fail "fuzz_sntp did not report its runs (log: $LOGS/fuzz_sntp.log)"
+end_stage "fuzz_loop: $fuzz_done; fuzz_sntp: $sntp_done; no crash"
 
 # --- bench: smoke run -------------------------------------------------------------
 
@@ -351,7 +375,49 @@ fi
 [ "$swift_failed" -eq 0 ] || fail "swift test reported $swift_failed failed tests but exited 0"
 end_stage "swift test: $swift_passed passed, $swift_failed failed (XCTest $xc_tests, Swift Testing $st_tests)"
 
-# (Later: swift test --sanitize=thread.)
+# --- tsan: the Swift tests under ThreadSanitizer ---------------------------------
+
+begin_stage tsan "swift test --sanitize=thread"
+# A build folder of its own, so the plain build above stays usable; outside
+# the package, where SwiftPM keeps it consistent across runs.
+TSAN_BUILD=${TK_TSAN_BUILD:-${TMPDIR:-/tmp}/timerkit-tsan-build}
+if swift test --sanitize=thread --scratch-path "$TSAN_BUILD" 2>&1 | tee "$LOGS/swift-test-tsan.log" |
+    sed -u '/^◇ /d'; then
+    RUN_STATUS=0
+else
+    RUN_STATUS=${PIPESTATUS[0]}
+fi
+[ "$RUN_STATUS" -eq 0 ] || fail "swift test --sanitize=thread failed (status $RUN_STATUS; log: $LOGS/swift-test-tsan.log)"
+if grep -q "WARNING: ThreadSanitizer" "$LOGS/swift-test-tsan.log"; then
+    fail "ThreadSanitizer reported a data race (log: $LOGS/swift-test-tsan.log)"
+fi
+end_stage "no data race reported"
+
+# --- timerkit: the command users run ---------------------------------------------
+
+begin_stage timerkit "timerkit clocks, timerkit bench --quick (smoke)"
+run_logged "$LOGS/timerkit-build.log" swift build -c release --product timerkit
+[ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --product timerkit failed (log: $LOGS/timerkit-build.log)"
+run_logged "$LOGS/timerkit-clocks.log" .build/release/timerkit clocks
+[ "$RUN_STATUS" -eq 0 ] || fail "timerkit clocks exited with status $RUN_STATUS"
+run_logged "$LOGS/timerkit-bench.log" timeout -k 10 "$TK_TEST_TIMEOUT" .build/release/timerkit bench --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "timerkit bench --quick exited with status $RUN_STATUS (log: $LOGS/timerkit-bench.log)"
+end_stage "timerkit ran"
+
+# --- trusted: trusted time against a real NTP server ------------------------------
+
+begin_stage trusted "trusted time: chrony on loopback, the probe under faketime -1h"
+run_logged "$LOGS/trusted-time.log" env TK_TIMERKIT=.build/release/timerkit \
+    timeout -k 10 "$TK_TEST_TIMEOUT" scripts/test-trusted-time.sh
+line=$(summary_line "$LOGS/trusted-time.log")
+if [ -n "$line" ]; then
+    read -r p _ f _ <<<"$line"
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+fi
+[ "$RUN_STATUS" -eq 0 ] || fail "scripts/test-trusted-time.sh failed${line:+ ($line)} (log: $LOGS/trusted-time.log)"
+[ -n "$line" ] || fail "scripts/test-trusted-time.sh printed no 'N passed, N failed' line"
+end_stage "$line"
 
 print_summary
 echo "$PASSED passed, $FAILED failed"

@@ -25,6 +25,7 @@ enum tk__timer_state {
     TK__TIMER_SCHEDULED = 1, /* in heaps[clock] */
     TK__TIMER_PARKED = 2,    /* due, in `parked`, waiting for one of its modes */
     TK__TIMER_FIRING = 3,    /* a one-shot whose callback is running */
+    TK__TIMER_CANCELLED = 4, /* cancelled while a callback of it runs; freed when the last returns */
 };
 
 /*
@@ -42,6 +43,7 @@ typedef struct tk__timer {
     uint32_t placed_pass; /* the pass during which it got its deadline */
     uint8_t clock;
     uint8_t state;
+    uint16_t callbacks;   /* callbacks of it running now (nested runs can stack them) */
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
@@ -95,6 +97,7 @@ struct tk_loop {
 
     tk_clock_change_fn clock_change_fn;
     void *clock_change_context;
+    tk_release_fn release_fn;
 
     tk__watch *watches;
     int watch_capacity;
@@ -108,6 +111,7 @@ struct tk_loop {
 
 /* timers.c */
 void tk__timers_init(tk_loop *loop);
+/* Frees the table, handing each live timer's context to the release handler. */
 void tk__timers_free(tk_loop *loop);
 
 /*

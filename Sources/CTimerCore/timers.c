@@ -37,7 +37,10 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
     uint32_t slot = low - 1;
     if (slot >= loop->timer_capacity) return NULL;
     tk__timer *timer = &loop->timers[slot];
-    if (timer->state == TK__TIMER_FREE || timer->generation != (uint32_t)(id >> 32)) return NULL;
+    if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED ||
+        timer->generation != (uint32_t)(id >> 32)) {
+        return NULL;
+    }
     if (timer->state == TK__TIMER_FIRING &&
         !(loop->depth > 0 && pthread_equal(loop->owner, pthread_self()))) {
         return NULL;
@@ -85,6 +88,32 @@ static void release_slot(tk_loop *loop, uint32_t slot) {
     if (++timer->generation == 0) timer->generation = 1;
     loop->positions[slot] = loop->free_slot;
     loop->free_slot = slot;
+}
+
+/* Ends a timer that was taken out of the pending ones. If no callback of it
+ * is running, frees the slot and returns 1: the caller hands `*context` to
+ * the release handler once the lock is dropped. Otherwise the handle goes
+ * stale at once and the last callback to return frees the slot (see
+ * finish_callback); returns 0. */
+static int let_go(tk_loop *loop, uint32_t slot, void **context) {
+    tk__timer *timer = &loop->timers[slot];
+    if (timer->callbacks > 0) {
+        if (++timer->generation == 0) timer->generation = 1;
+        timer->state = TK__TIMER_CANCELLED;
+        return 0;
+    }
+    *context = timer->context;
+    release_slot(loop, slot);
+    return 1;
+}
+
+/* Calls the release handler, with the lock dropped. */
+static void release_context(tk_loop *loop, void *context) {
+    tk_release_fn release = loop->release_fn;
+    if (release == NULL) return;
+    pthread_mutex_unlock(&loop->lock);
+    release(loop, context);
+    pthread_mutex_lock(&loop->lock);
 }
 
 /* ---- Counting pending timers by clock and mode -------------------------- */
@@ -167,6 +196,26 @@ static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
     timer->leeway = leeway;
 }
 
+/* Gives a slot the spec's settings and deadline and puts it in its heap,
+ * waking a sleeping loop if it must fire earlier than planned. The heap has
+ * room (make_room). */
+static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spec) {
+    tk__timer *timer = &loop->timers[slot];
+    apply_spec(timer, spec);
+    count_in(loop, timer);
+    int64_t deadline = spec_deadline(loop, spec);
+    place(loop, slot, deadline);
+    tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+}
+
+/* Takes a live timer out of the pending ones (a firing one-shot is out already). */
+static void withdraw(tk_loop *loop, uint32_t slot) {
+    tk__timer *timer = &loop->timers[slot];
+    if (timer->state == TK__TIMER_FIRING) return;
+    unplace(loop, slot);
+    count_out(loop, timer);
+}
+
 /* Makes sure `clock` can take one more timer without allocating. */
 static int make_room(tk_loop *loop, tk_clock clock) {
     int result = tk__loop_open_clock(loop, clock);
@@ -190,6 +239,13 @@ void tk__timers_init(tk_loop *loop) {
 }
 
 void tk__timers_free(tk_loop *loop) {
+    if (loop->release_fn != NULL) {
+        for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
+            if (loop->timers[slot].state != TK__TIMER_FREE) {
+                loop->release_fn(loop, loop->timers[slot].context);
+            }
+        }
+    }
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
     tk__heap_free(&loop->parked);
     free(loop->timers);
@@ -220,11 +276,7 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
         tk__timer *timer = &loop->timers[slot];
         timer->fn = fn;
         timer->context = context;
-        apply_spec(timer, spec);
-        count_in(loop, timer);
-        int64_t deadline = spec_deadline(loop, spec);
-        place(loop, slot, deadline);
-        tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+        schedule_slot(loop, slot, spec);
         *id = make_id(slot, timer->generation);
     }
     pthread_mutex_unlock(&loop->lock);
@@ -238,15 +290,21 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
     tk__timer *timer = lookup(loop, id, &slot);
     int result = -ENOENT;
     if (timer != NULL) {
-        if (timer->state != TK__TIMER_FIRING) {
-            unplace(loop, slot);
-            count_out(loop, timer);
-        }
-        release_slot(loop, slot);
+        withdraw(loop, slot);
+        void *context;
+        if (let_go(loop, slot, &context)) release_context(loop, context);
         result = 0;
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
+}
+
+int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    loop->release_fn = fn;
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
 }
 
 int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec) {
@@ -262,16 +320,8 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec)
         result = make_room(loop, spec->clock);
     }
     if (result == 0) {
-        timer = &loop->timers[slot];
-        if (timer->state != TK__TIMER_FIRING) {
-            unplace(loop, slot);
-            count_out(loop, timer);
-        }
-        apply_spec(timer, spec);
-        count_in(loop, timer);
-        int64_t deadline = spec_deadline(loop, spec);
-        place(loop, slot, deadline);
-        tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+        withdraw(loop, slot);
+        schedule_slot(loop, slot, spec);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -296,13 +346,18 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
     return result;
 }
 
-/* Ends a one-shot's callback: frees the slot unless the callback cancelled
- * (and maybe reused) it or rescheduled it. Lock held. */
-static void finish_one_shot(tk_loop *loop, uint32_t slot, uint32_t generation) {
+/* Ends a callback of the timer in `slot`. The slot is not reused while a
+ * callback runs, so it is still this timer's. When the last callback of a
+ * one-shot that was not rescheduled, or of a timer cancelled meanwhile,
+ * returns, the slot is freed and the context released. Lock held (dropped
+ * around the release handler). */
+static void finish_callback(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = &loop->timers[slot];
-    if (timer->generation == generation && timer->state == TK__TIMER_FIRING) {
-        release_slot(loop, slot);
-    }
+    if (--timer->callbacks > 0) return;
+    if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
+    void *context = timer->context;
+    release_slot(loop, slot);
+    release_context(loop, context);
 }
 
 int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
@@ -316,10 +371,12 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
     }
     tk_timer_fn fn = timer->fn;
     void *context = timer->context;
+    timer->callbacks++;
     if (timer->interval == 0) {
-        unplace(loop, slot);
-        count_out(loop, timer);
-        release_slot(loop, slot);
+        /* Done before its callback runs: the callback sees it gone. */
+        withdraw(loop, slot);
+        void *unused;
+        (void)let_go(loop, slot, &unused); /* a callback is running: only goes stale */
     }
     loop->stats.fired++;
     loop->fire_calls++;
@@ -327,6 +384,7 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
     fn(loop, id, 0, context);
     pthread_mutex_lock(&loop->lock);
     loop->fire_calls--;
+    finish_callback(loop, slot);
     pthread_mutex_unlock(&loop->lock);
     return 0;
 }
@@ -422,8 +480,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         }
         tk_timer_fn fn = timer->fn;
         void *context = timer->context;
-        uint32_t generation = timer->generation;
-        tk_timer_id id = make_id(slot, generation);
+        tk_timer_id id = make_id(slot, timer->generation);
         uint64_t missed = 0;
         int one_shot = timer->interval == 0;
         if (one_shot) {
@@ -437,10 +494,11 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         }
         loop->stats.fired++;
         fired++;
+        timer->callbacks++;
         pthread_mutex_unlock(&loop->lock);
         fn(loop, id, missed, context);
         pthread_mutex_lock(&loop->lock);
-        if (one_shot) finish_one_shot(loop, slot, generation);
+        finish_callback(loop, slot);
         if (stoppable && loop->stop_requested) break;
     }
     return fired;

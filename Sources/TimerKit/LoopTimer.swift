@@ -1,5 +1,4 @@
 import CTimerCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -46,15 +45,13 @@ public final class LoopTimer: @unchecked Sendable {
     public let repeats: Bool
 
     let action: Action
-    let state: Mutex<State>
+    let state: ThreadLocked<State>
 
     struct State {
         /// The loop it is scheduled on, kept alive while it is.
         var loop: TimerLoop?
         var id: tk_timer_id = 0
         var isValid = true
-        /// The C timer holds a +1 reference to this object.
-        var retainedByLoop = false
         var modes: tk_mode_set = 0
         /// Before scheduling: the delay from being added, or the absolute fire date.
         var firstFire: Int64
@@ -75,39 +72,44 @@ public final class LoopTimer: @unchecked Sendable {
     ///     or ``CoreClock/wall``.
     ///   - action: runs on the loop's thread at each fire.
     /// - Throws: ``TimerError/invalidInterval(_:)``, ``TimerError/negativeTolerance(_:)``.
-    public init(
+    public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         clock: CoreClock = .monotonic,
         _ action: @escaping Action
     ) throws(TimerError) {
-        let (intervalNs, toleranceNs) = try Self.validate(interval, tolerance)
-        self.clock = clock
-        self.repeats = interval != nil
-        self.action = action
-        self.state = Mutex(State(
-            firstFire: max(0, delay.saturatingNanoseconds), firstFireIsAbsolute: false,
-            interval: intervalNs, tolerance: toleranceNs))
+        try self.init(
+            firstFire: max(0, delay.saturatingNanoseconds), absolute: false,
+            interval: interval, tolerance: tolerance, clock: clock, action)
     }
 
     /// Creates an unscheduled timer that first fires when `clock` reads
     /// `fireDate` (for ``CoreClock/wall``: time since the Unix epoch).
     ///
     /// - Throws: ``TimerError/invalidInterval(_:)``, ``TimerError/negativeTolerance(_:)``.
-    public init(
+    public convenience init(
         fireAt fireDate: Duration,
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         clock: CoreClock = .monotonic,
         _ action: @escaping Action
     ) throws(TimerError) {
+        try self.init(
+            firstFire: fireDate.saturatingNanoseconds, absolute: true,
+            interval: interval, tolerance: tolerance, clock: clock, action)
+    }
+
+    private init(
+        firstFire: Int64, absolute: Bool, interval: Duration?, tolerance: Duration,
+        clock: CoreClock, _ action: @escaping Action
+    ) throws(TimerError) {
         let (intervalNs, toleranceNs) = try Self.validate(interval, tolerance)
         self.clock = clock
         self.repeats = interval != nil
         self.action = action
-        self.state = Mutex(State(
-            firstFire: fireDate.saturatingNanoseconds, firstFireIsAbsolute: true,
+        self.state = ThreadLocked(State(
+            firstFire: firstFire, firstFireIsAbsolute: absolute,
             interval: intervalNs, tolerance: toleranceNs))
     }
 
@@ -145,12 +147,18 @@ public final class LoopTimer: @unchecked Sendable {
         }
     }
 
+    @inline(__always)
     private static func validate(_ interval: Duration?, _ tolerance: Duration)
         throws(TimerError) -> (Int64, Int64)
     {
-        if let interval, interval <= .zero { throw .invalidInterval(interval) }
+        var intervalNs: Int64 = 0
+        if let interval {
+            if interval <= .zero { throw .invalidInterval(interval) }
+            intervalNs = interval.saturatingNanoseconds
+        }
+        if tolerance == .zero { return (intervalNs, 0) }
         if tolerance < .zero { throw .negativeTolerance(tolerance) }
-        return (interval?.saturatingNanoseconds ?? 0, tolerance.saturatingNanoseconds)
+        return (intervalNs, tolerance.saturatingNanoseconds)
     }
 
     // MARK: Reading
@@ -266,25 +274,27 @@ public final class LoopTimer: @unchecked Sendable {
         }
     }
 
-    /// Stops the timer for good: its action will not run again, and the loop
-    /// lets go of it. Idempotent, and safe from any thread, including from the
-    /// timer's own action.
+    /// Stops the timer for good: no call of its action starts after this
+    /// returns, and the loop lets go of it. Idempotent, and safe from any
+    /// thread, including from the timer's own action. (It does not wait: if
+    /// the loop's thread is running the action at that moment, that call
+    /// finishes.)
     ///
     /// The corresponding C function is `tk_loop_cancel`.
     ///
     /// - Complexity: O(log n) in the loop's pending timers.
     public func invalidate() {
-        let (loop, id, wasValid) = state.withLock { state in
-            let before = (state.loop, state.id, state.isValid)
+        // The C loop holds a reference to this timer and lets go of it (its
+        // release handler) once no callback can be given it any more. An
+        // action already past the validity check in `fired` may finish.
+        let (loop, id) = state.withLock { state in
+            let taken = (state.loop, state.id)
             state.isValid = false
-            return before
+            state.loop = nil
+            return taken
         }
-        guard wasValid, let loop else { return }
-        // 0: the C timer is gone and its action will not run (or this is its
-        // own action). -ENOENT: a one-shot timer firing on the loop's thread
-        // right now; its end releases it.
-        let cancelled = tk_loop_cancel(loop.handle, id) == 0
-        if cancelled { releaseFromLoop() }
+        guard let loop else { return }
+        _ = tk_loop_cancel(loop.handle, id)
     }
 
     // MARK: The C side
@@ -312,15 +322,14 @@ public final class LoopTimer: @unchecked Sendable {
             }
             var spec = state.spec(clock: clock, modes: modes)
             var id: tk_timer_id = 0
+            // The loop's reference, released by the loop's release handler.
             let context = Unmanaged.passRetained(self)
             let result = tk_loop_schedule(
                 loop.handle, &spec,
                 { _, id, missed, context in
-                    // Hold the timer for the whole call: its action may
-                    // invalidate it, which lets the loop's reference go.
-                    let timer = Unmanaged<LoopTimer>.fromOpaque(context!).retain()
-                        .takeRetainedValue()
-                    timer.fired(id, missed)
+                    // The loop holds its reference until this returns.
+                    Unmanaged<LoopTimer>.fromOpaque(context!).takeUnretainedValue()
+                        .fired(id, missed)
                 },
                 context.toOpaque(), &id)
             if result < 0 {
@@ -330,34 +339,24 @@ public final class LoopTimer: @unchecked Sendable {
             state.loop = loop
             state.id = id
             state.modes = modes
-            state.retainedByLoop = true
         }
     }
 
-    /// Runs the action for one fire of the C timer `id`.
+    /// Runs the action for one fire of the C timer `id`, unless the timer was
+    /// invalidated since the C core picked it (from another thread).
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
+        guard state.withLock({ $0.isValid }) else { return }
         action(self, missed)
         guard !repeats else { return }
-        // A one-shot timer is done unless its action scheduled it again.
-        let done = state.withLock { state in
-            guard state.id == id, let loop = state.loop else { return false }
+        // A one-shot timer is done unless its action scheduled it again; the
+        // loop releases it when this call returns.
+        state.withLock { state in
+            guard state.id == id, let loop = state.loop else { return }
             var info = tk_timer_info()
-            if tk_loop_timer_info(loop.handle, id, &info) == 0 { return false }
+            if tk_loop_timer_info(loop.handle, id, &info) == 0 { return }
             state.isValid = false
-            return true
-        }
-        if done { releaseFromLoop() }
-    }
-
-    /// Drops the loop's reference to this timer, once.
-    private func releaseFromLoop() {
-        let release = state.withLock { state in
-            let retained = state.retainedByLoop
-            state.retainedByLoop = false
             state.loop = nil
-            return retained
         }
-        if release { Unmanaged.passUnretained(self).release() }
     }
 }
 

@@ -1,5 +1,4 @@
 import CTimerCore
-import Synchronization
 
 /// A clock for tests: time moves only when the test says so, and moving it
 /// fires every due sleep and timer synchronously, in deadline order.
@@ -22,43 +21,13 @@ import Synchronization
 /// Thread safety: all members may be used from any thread.
 public final class ManualClock: Clock, Sendable {
     /// A reading of the manual clock.
-    public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
+    public struct Instant: OffsetInstant, Sendable {
         /// Time since the clock's zero.
         public var offset: Duration
 
         /// The instant `offset` after the clock's zero.
         public init(offset: Duration) {
             self.offset = offset
-        }
-
-        /// The instant `duration` later.
-        public func advanced(by duration: Duration) -> Instant {
-            Instant(offset: offset + duration)
-        }
-
-        /// The time from this instant to `other`.
-        public func duration(to other: Instant) -> Duration {
-            other.offset - offset
-        }
-
-        /// Whether `lhs` comes before `rhs`.
-        public static func < (lhs: Instant, rhs: Instant) -> Bool {
-            lhs.offset < rhs.offset
-        }
-
-        /// The instant `rhs` after `lhs`.
-        public static func + (lhs: Instant, rhs: Duration) -> Instant {
-            lhs.advanced(by: rhs)
-        }
-
-        /// The instant `rhs` before `lhs`.
-        public static func - (lhs: Instant, rhs: Duration) -> Instant {
-            lhs.advanced(by: .zero - rhs)
-        }
-
-        /// The time from `rhs` to `lhs`.
-        public static func - (lhs: Instant, rhs: Instant) -> Duration {
-            lhs.offset - rhs.offset
         }
     }
 
@@ -71,7 +40,7 @@ public final class ManualClock: Clock, Sendable {
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let sleepers = Mutex(Sleepers())
+    private let sleepers = ThreadLocked(Sleepers())
 
     /// A clock reading `start`.
     ///

@@ -15,47 +15,17 @@ import CTimerCore
 /// ```
 public struct MonotonicClock: Clock, Sendable {
     /// A reading of the clock.
-    public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
-        /// Time since the clock's origin (boot).
+    public struct Instant: OffsetInstant, Sendable {
+        /// Time since boot.
         public var offset: Duration
 
-        /// The instant `offset` after the clock's origin.
+        /// The instant `offset` after boot.
         public init(offset: Duration) {
             self.offset = offset
         }
 
         /// The current reading of the clock.
         public static var now: Instant { MonotonicClock().now }
-
-        /// The instant `duration` later.
-        public func advanced(by duration: Duration) -> Instant {
-            Instant(offset: offset + duration)
-        }
-
-        /// The time from this instant to `other`.
-        public func duration(to other: Instant) -> Duration {
-            other.offset - offset
-        }
-
-        /// Whether `lhs` comes before `rhs`.
-        public static func < (lhs: Instant, rhs: Instant) -> Bool {
-            lhs.offset < rhs.offset
-        }
-
-        /// The instant `rhs` after `lhs`.
-        public static func + (lhs: Instant, rhs: Duration) -> Instant {
-            lhs.advanced(by: rhs)
-        }
-
-        /// The instant `rhs` before `lhs`.
-        public static func - (lhs: Instant, rhs: Duration) -> Instant {
-            lhs.advanced(by: .zero - rhs)
-        }
-
-        /// The time from `rhs` to `lhs`.
-        public static func - (lhs: Instant, rhs: Instant) -> Duration {
-            lhs.offset - rhs.offset
-        }
     }
 
     /// The clock. All instances read the same clock.

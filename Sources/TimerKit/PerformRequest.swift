@@ -16,12 +16,15 @@ import CTimerCore
 public final class PerformRequest: Sendable, Hashable {
     let timer: LoopTimer
     private let loop: TimerLoop
-    private let target: ObjectIdentifier?
+    /// The target, held weakly, and where it was when the request was made.
+    let target: WeakReference<AnyObject>?
+    private let targetKey: ObjectIdentifier?
 
-    init(timer: LoopTimer, loop: TimerLoop, target: ObjectIdentifier?) {
+    init(timer: LoopTimer, loop: TimerLoop, target: WeakReference<AnyObject>?) {
         self.timer = timer
         self.loop = loop
         self.target = target
+        self.targetKey = target?.object.map { ObjectIdentifier($0) }
     }
 
     /// Whether the action has yet to run (and was not cancelled).
@@ -35,8 +38,8 @@ public final class PerformRequest: Sendable, Hashable {
 
     /// Removes the request from its loop's registry.
     func forget() {
-        guard let target else { return }
-        loop.performRegistry.withLock { $0.remove(self, target: target) }
+        guard let targetKey else { return }
+        loop.performRegistry.withLock { $0.remove(self, target: targetKey) }
     }
 
     public static func == (lhs: PerformRequest, rhs: PerformRequest) -> Bool { lhs === rhs }
@@ -44,7 +47,11 @@ public final class PerformRequest: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
-/// A loop's pending perform requests, by target.
+/// A loop's pending perform requests, by where their target was.
+///
+/// An address can be reused once its object is gone, so a request belongs to
+/// an object only while its weak reference still leads to that same object;
+/// requests whose target died are dropped whenever their address is looked at.
 struct PerformRegistry {
     private var byTarget: [ObjectIdentifier: Set<PerformRequest>] = [:]
 
@@ -57,12 +64,22 @@ struct PerformRegistry {
         if byTarget[target]?.isEmpty == true { byTarget[target] = nil }
     }
 
-    mutating func removeAll(target: ObjectIdentifier) -> Set<PerformRequest> {
-        byTarget.removeValue(forKey: target) ?? []
+    /// Removes every request at `target`'s address: those for `target`, and
+    /// those for a dead object that lived there before.
+    mutating func removeAll(at target: AnyObject) -> (mine: [PerformRequest], dead: [PerformRequest]) {
+        let requests = byTarget.removeValue(forKey: ObjectIdentifier(target)) ?? []
+        var mine: [PerformRequest] = []
+        var dead: [PerformRequest] = []
+        for request in requests {
+            if request.target?.object === target { mine.append(request) } else { dead.append(request) }
+        }
+        return (mine, dead)
     }
 
-    /// How many requests are registered for `target`.
-    func count(target: ObjectIdentifier) -> Int { byTarget[target]?.count ?? 0 }
+    /// How many requests are registered for `target` itself.
+    func count(for target: AnyObject) -> Int {
+        byTarget[ObjectIdentifier(target)]?.count { $0.target?.object === target } ?? 0
+    }
 }
 
 extension TimerLoop {
@@ -85,7 +102,8 @@ extension TimerLoop {
             if let target = reference.object { action(target) }
         }
         let key = ObjectIdentifier(target)
-        let request = PerformRequest(timer: timer, loop: self, target: key)
+        let request = PerformRequest(
+            timer: timer, loop: self, target: WeakReference<AnyObject>(target))
         box.request = request
         performRegistry.withLock { $0.insert(request, target: key) }
         do {
@@ -117,14 +135,15 @@ extension TimerLoop {
     /// - Returns: how many requests were cancelled.
     @discardableResult
     public func cancelPerformRequests(target: AnyObject) -> Int {
-        let requests = performRegistry.withLock { $0.removeAll(target: ObjectIdentifier(target)) }
-        for request in requests { request.timer.invalidate() }
-        return requests.count
+        let (mine, dead) = performRegistry.withLock { $0.removeAll(at: target) }
+        // A dead target's requests would do nothing: let them go too.
+        for request in mine + dead { request.timer.invalidate() }
+        return mine.count
     }
 
     /// How many requests are pending for `target`.
     public func pendingPerformRequests(target: AnyObject) -> Int {
-        performRegistry.withLock { $0.count(target: ObjectIdentifier(target)) }
+        performRegistry.withLock { $0.count(for: target) }
     }
 }
 

@@ -1,5 +1,4 @@
 import CTimerCore
-import Synchronization
 
 /// One `sleep(until:tolerance:)` of a clock, served by a one-shot timer of the
 /// C core on some loop, resumed from the loop's thread.
@@ -15,7 +14,7 @@ final class Sleeper: Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = ThreadLocked(State())
     private let loop: TimerLoop
     private let settled: (@Sendable () -> Void)?
 
@@ -38,8 +37,7 @@ final class Sleeper: Sendable {
             leeway_ns: leeway, modes: ~0, flags: UInt32(TK_TIMER_ABSOLUTE))
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                sleeper.start(continuation, &spec)
-                registered?()
+                sleeper.start(continuation, &spec, registered: registered)
             }
         } onCancel: {
             sleeper.cancel()
@@ -47,16 +45,18 @@ final class Sleeper: Sendable {
     }
 
     private func start(
-        _ continuation: CheckedContinuation<Void, any Error>, _ spec: inout tk_timer_spec
+        _ continuation: CheckedContinuation<Void, any Error>, _ spec: inout tk_timer_spec,
+        registered: (@Sendable () -> Void)?
     ) {
         let failure: (any Error)? = state.withLock { state in
             if state.cancelled { return CancellationError() }
+            // The loop's reference, released by the loop's release handler.
             let context = Unmanaged.passRetained(self)
             var id: tk_timer_id = 0
             let result = tk_loop_schedule(
                 loop.handle, &spec,
                 { _, _, _, context in
-                    Unmanaged<Sleeper>.fromOpaque(context!).takeRetainedValue().wake()
+                    Unmanaged<Sleeper>.fromOpaque(context!).takeUnretainedValue().wake()
                 },
                 context.toOpaque(), &id)
             guard result == 0 else {
@@ -65,6 +65,8 @@ final class Sleeper: Sendable {
             }
             state.id = id
             state.continuation = continuation
+            // Under the lock, so that it comes before the wake-up's `settled`.
+            registered?()
             return nil
         }
         if let failure { continuation.resume(throwing: failure) }
@@ -86,8 +88,8 @@ final class Sleeper: Sendable {
             state.cancelled = true
             return state.id
         }
+        // 0: the timer will never fire, so resuming is up to this call.
         guard id != 0, tk_loop_cancel(loop.handle, id) == 0 else { return }
-        Unmanaged.passUnretained(self).release()  // the timer's reference
         let continuation = state.withLock { state in
             defer { state.continuation = nil }
             return state.continuation

@@ -8,7 +8,8 @@ import Musl
 
 /// Why TimerKit refused a call.
 ///
-/// Every throwing API of TimerKit throws this type. A refused call changes
+/// Every throwing API of the loop, its timers and clocks throws this type
+/// (trusted time has its own, `TrustedTimeError`). A refused call changes
 /// nothing: timers already scheduled stay scheduled.
 public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A repeating interval must be greater than zero.

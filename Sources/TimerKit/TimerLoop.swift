@@ -1,5 +1,4 @@
 import CTimerCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -44,18 +43,23 @@ public final class TimerLoop: @unchecked Sendable {
     public let isManual: Bool
 
     /// Named modes and their bit in the C core's mode sets.
-    private let modeTable = Mutex(ModeTable())
+    private let modeTable = ThreadLocked(ModeTable())
 
     /// Pending perform requests, by target (see ``perform(after:in:target:_:)``).
-    let performRegistry = Mutex(PerformRegistry())
+    let performRegistry = ThreadLocked(PerformRegistry())
 
     /// Every clock-change handler ever set, kept alive for as long as the C
     /// loop may call it.
-    private let clockChangeHandlers = Mutex<[ClockChangeHandler]>([])
+    private let clockChangeHandlers = ThreadLocked<[ClockChangeHandler]>([])
 
     private init(handle: OpaquePointer, isManual: Bool) {
         self.handle = handle
         self.isManual = isManual
+        // Every context TimerKit gives the C loop is a retained Swift object
+        // (a LoopTimer or a sleep); the loop says when it is done with one.
+        _ = tk_loop_set_release_handler(handle) { _, context in
+            Unmanaged<AnyObject>.fromOpaque(context!).release()
+        }
     }
 
     /// Creates a loop on the real clocks.
@@ -83,8 +87,8 @@ public final class TimerLoop: @unchecked Sendable {
     }
 
     deinit {
-        // Scheduled timers keep their loop alive, so none is left here; what
-        // could be (perform requests whose timers are gone) holds no C state.
+        // Scheduled timers keep their loop alive, so few are left here; the
+        // release handler lets go of any that are.
         _ = tk_loop_destroy(handle)
     }
 
@@ -263,7 +267,7 @@ public final class TimerLoop: @unchecked Sendable {
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         clock: CoreClock = .monotonic,
-        in modes: [LoopMode] = [.default],
+        in modes: [LoopMode],
         _ action: @escaping LoopTimer.Action
     ) throws(TimerError) -> LoopTimer {
         let timer = try LoopTimer(
@@ -272,12 +276,31 @@ public final class TimerLoop: @unchecked Sendable {
         return timer
     }
 
+    /// Creates a timer and schedules it on this loop in ``LoopMode/default``;
+    /// see ``schedule(after:repeating:tolerance:clock:in:_:)``.
+    ///
+    /// - Complexity: O(log n) in the loop's pending timers.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        clock: CoreClock = .monotonic,
+        _ action: @escaping LoopTimer.Action
+    ) throws(TimerError) -> LoopTimer {
+        let timer = try LoopTimer(
+            after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
+        try timer.schedule(on: self, modes: 1)
+        return timer
+    }
+
     /// Schedules `timer` on this loop in `mode`. Adding a scheduled timer in
     /// another mode adds the mode to its set.
     ///
     /// - Throws: ``TimerError/invalidated``, ``TimerError/scheduledOnAnotherLoop``.
     public func add(_ timer: LoopTimer, forMode mode: LoopMode = .default) throws(TimerError) {
-        try add(timer, in: [mode])
+        let modes: tk_mode_set = mode == .default ? 1 : try modeSet([mode])
+        try timer.schedule(on: self, modes: modes)
     }
 
     /// Schedules `timer` on this loop in every mode of `modes`.

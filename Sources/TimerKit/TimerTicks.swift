@@ -1,5 +1,4 @@
 import CTimerCore
-import Synchronization
 
 /// One tick of a ``TimerTicks`` sequence.
 public struct Tick: Sendable, Hashable {
@@ -73,7 +72,7 @@ final class TickSource: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = ThreadLocked(State())
     private let timer: LoopTimer
 
     init(

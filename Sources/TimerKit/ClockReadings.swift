@@ -1,0 +1,68 @@
+import CTimerCore
+
+/// Where ``TrustedClock`` and ``SuspendAwareStopwatch`` get their clock
+/// readings: the boot clock, the monotonic clock, the wall clock and the boot
+/// id.
+///
+/// Programs use ``SystemClockReadings``, the real clocks. Tests give their own
+/// readings, so that the clocks move independently and exactly as a scenario
+/// needs: a suspend (boot advances, monotonic does not), a wall clock set back
+/// an hour, a reboot (a new boot id, the boot clock near zero again).
+///
+/// ```swift
+/// final class FakeReadings: ClockReadings, @unchecked Sendable { ... }
+/// let clock = TrustedClock(readings: fake)
+/// ```
+///
+/// Conforming types must be safe to call from any thread.
+public protocol ClockReadings: Sendable {
+    /// The boot clock (`CLOCK_BOOTTIME`): counts suspend, cannot be set.
+    var boot: BootClock.Instant { get }
+    /// The monotonic clock (`CLOCK_MONOTONIC`): stops while suspended.
+    var monotonic: MonotonicClock.Instant { get }
+    /// The wall clock (`CLOCK_REALTIME`): time since the Unix epoch, which
+    /// the user or NTP may step.
+    var wall: Duration { get }
+    /// This boot's id (changes at every boot), or `nil` if it cannot be read.
+    var bootID: String? { get }
+    /// Suspends until ``boot`` reads `deadline`, at most `tolerance` later.
+    func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws
+}
+
+extension ClockReadings {
+    /// Sleeps on the real ``BootClock``.
+    public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
+        try await BootClock().sleep(until: deadline, tolerance: tolerance)
+    }
+}
+
+/// The machine's clocks, read through the C core (vDSO reads, no system
+/// call), and the boot id from `/proc/sys/kernel/random/boot_id`.
+public struct SystemClockReadings: ClockReadings {
+    /// The real clocks.
+    public init() {}
+
+    /// `CLOCK_BOOTTIME`.
+    public var boot: BootClock.Instant { BootClock().now }
+
+    /// `CLOCK_MONOTONIC`.
+    public var monotonic: MonotonicClock.Instant { MonotonicClock().now }
+
+    /// `CLOCK_REALTIME`, since the Unix epoch.
+    public var wall: Duration {
+        var nanoseconds: Int64 = 0
+        _ = tk_clock_now(TK_CLOCK_REALTIME, &nanoseconds)
+        return .nanoseconds(nanoseconds)
+    }
+
+    /// This boot's id (read once per process: it cannot change while the
+    /// process lives).
+    public var bootID: String? { Self.cachedBootID }
+
+    private static let cachedBootID: String? = {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard tk_boot_id(&buffer, buffer.count) == 0 else { return nil }
+        let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }()
+}

@@ -1,0 +1,138 @@
+import CTimerCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What an SNTP server said, and what it means for the local clocks.
+public struct SNTPMeasurement: Sendable, Hashable {
+    /// The exchange as a ``TimeSample`` for ``TrustedClock/sync(with:)``:
+    /// the middle of the server's handling, the boot-clock instants around
+    /// the request, the server's processing time and its own uncertainty.
+    public var sample: TimeSample
+    /// The server's time when the reply was received (``TimeSample/receivedAt``).
+    public var serverTime: Duration
+    /// The local wall clock when the reply was received.
+    public var localWallTime: Duration
+    /// `serverTime − localWallTime`: how far the wall clock is behind.
+    public var offset: Duration
+    /// The round trip minus the server's processing time.
+    public var delay: Duration
+    /// How far ``serverTime`` may be from true time (see `tk_sntp_result`).
+    public var errorBound: Duration
+    /// The server's stratum (1 primary, 2...15 secondary).
+    public var stratum: Int
+    /// The leap indicator (0 none, 1 or 2 a leap second announced).
+    public var leapIndicator: Int
+    /// The NTP version of the reply (3 or 4).
+    public var version: Int
+    /// The server's reference id.
+    public var referenceID: UInt32
+    /// The server's distance to its reference: root delay and dispersion.
+    public var rootDelay: Duration
+    public var rootDispersion: Duration
+    /// The server clock's precision.
+    public var precision: Duration
+    /// Requests sent and valid replies received.
+    public var requestsSent: Int
+    public var repliesAccepted: Int
+}
+
+/// An SNTP client (RFC 4330) over UDP, built on the C core's `tk_sntp_query`.
+///
+/// ```swift
+/// let measurement = try SNTPClient.query(server: "127.0.0.1", port: 12_300, samples: 4)
+/// print(measurement.offset, measurement.errorBound)
+/// ```
+///
+/// It blocks the calling thread: up to `samples × timeout`.
+public enum SNTPClient {
+    /// Sends `samples` requests to `server` (an IPv4 or IPv6 literal; names
+    /// are not resolved) and returns the reply with the smallest delay.
+    ///
+    /// Use one sample with a public server: they rate-limit clients and may
+    /// answer with a kiss-of-death.
+    ///
+    /// - Throws: a ``TrustedTimeError`` saying why no valid reply came:
+    ///   ``TrustedTimeError/timedOut``, ``TrustedTimeError/kissOfDeath(code:)``,
+    ///   a rejected reply (``TrustedTimeError/spoofedReply`` and the others),
+    ///   ``TrustedTimeError/connectionRefused``, an invalid argument, or a
+    ///   failed system call.
+    public static func query(
+        server: String, port: UInt16 = 123, samples: Int = 1, timeout: Duration = .seconds(2)
+    ) throws(TrustedTimeError) -> SNTPMeasurement {
+        guard (1...Int(TK_SNTP_MAX_SAMPLES)).contains(samples) else {
+            throw .invalidArgument("samples must be in 1...\(TK_SNTP_MAX_SAMPLES), not \(samples)")
+        }
+        guard timeout > .zero else {
+            throw .invalidArgument("the timeout must be positive, not \(timeout)")
+        }
+        guard port != 0 else { throw .invalidArgument("port 0") }
+        var result = tk_sntp_result()
+        let code = tk_sntp_query(
+            server, port, timeout.saturatingNanoseconds, UInt32(samples), &result)
+        guard code == 0 else {
+            if code == -EINVAL { throw .invalidServerAddress(server) }
+            throw .sntp(code, kissCode: kissCode(of: result))
+        }
+        return measurement(of: result)
+    }
+
+    static func kissCode(of result: tk_sntp_result) -> String {
+        withUnsafeBytes(of: result.kiss_code) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+
+    static func measurement(of r: tk_sntp_result) -> SNTPMeasurement {
+        let hold = r.server_transmit_ns - r.server_receive_ns
+        let delay = Duration.nanoseconds(r.delay_ns)
+        let sample = TimeSample(
+            serverTime: .nanoseconds(r.server_receive_ns + hold / 2),
+            sentAt: BootClock.Instant(offset: .nanoseconds(r.send_boot_ns)),
+            receivedAt: BootClock.Instant(offset: .nanoseconds(r.receive_boot_ns)),
+            serverResolution: .zero,
+            serverProcessingTime: .nanoseconds(hold),
+            // The sample adds half the delay (rounded up) itself.
+            serverUncertainty: max(.zero, .nanoseconds(r.error_ns) - halfUp(delay)))
+        return SNTPMeasurement(
+            sample: sample,
+            serverTime: .nanoseconds(r.server_time_ns),
+            localWallTime: .nanoseconds(r.receive_wall_ns),
+            offset: .nanoseconds(r.offset_ns),
+            delay: delay,
+            errorBound: .nanoseconds(r.error_ns),
+            stratum: Int(r.stratum),
+            leapIndicator: Int(r.leap),
+            version: Int(r.version),
+            referenceID: r.reference_id,
+            rootDelay: .nanoseconds(r.root_delay_ns),
+            rootDispersion: .nanoseconds(r.root_dispersion_ns),
+            precision: .nanoseconds(r.precision_ns),
+            requestsSent: Int(r.requests_sent),
+            repliesAccepted: Int(r.replies_accepted))
+    }
+}
+
+extension TrustedClock {
+    /// Syncs from an SNTP server: ``SNTPClient/query(server:port:samples:timeout:)``
+    /// then ``sync(with:)``. Blocks the calling thread up to
+    /// `samples × timeout`.
+    ///
+    /// The query reads the machine's real boot and wall clocks, so this is
+    /// meant for a clock on ``SystemClockReadings``.
+    ///
+    /// - Throws: what the query throws; the clock is unchanged then.
+    @discardableResult
+    public func sync(
+        sntpServer server: String, port: UInt16 = 123, samples: Int = 1,
+        timeout: Duration = .seconds(2)
+    ) throws(TrustedTimeError) -> SNTPMeasurement {
+        let measurement = try SNTPClient.query(
+            server: server, port: port, samples: samples, timeout: timeout)
+        try sync(with: measurement.sample)
+        return measurement
+    }
+}

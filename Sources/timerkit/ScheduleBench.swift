@@ -1,0 +1,360 @@
+import CTimerCore
+import Dispatch
+import Foundation
+import TimerKit
+
+// Part 1: the cost of scheduling and invalidating one-shot timers with many
+// pending, for a TimerKit LoopTimer on a TimerLoop, a Foundation Timer on a
+// RunLoop and a DispatchSourceTimer. No loop runs: timers are only
+// scheduled and invalidated (Dispatch registers its sources on a queue of its
+// own, so its batches end by waiting for that queue).
+
+/// One way of scheduling timers, holding `pending` of them.
+protocol ScheduleSide: AnyObject {
+    var name: String { get }
+    /// Schedules one pending timer per delay.
+    func fill(_ delays: [Int64]) throws
+    /// For each delay: schedule a timer, then invalidate it.
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws
+    /// For each delay: schedule a new timer, invalidate the pending timer at
+    /// the victim index and put the new one in its place.
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws
+    /// Waits for work the side does asynchronously (part of the cost).
+    func settle()
+    /// Invalidates every pending timer.
+    func drain()
+}
+
+final class TimerKitScheduleSide: ScheduleSide {
+    let name = "TimerKit LoopTimer"
+    private let loop: TimerLoop
+    private var pending: [LoopTimer] = []
+
+    init() throws { loop = try TimerLoop() }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays {
+            pending.append(try loop.schedule(after: .nanoseconds(delay)) { _, _ in })
+        }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays {
+            let timer = try loop.schedule(after: .nanoseconds(delay)) { _, _ in }
+            timer.invalidate()
+        }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let timer = try loop.schedule(after: .nanoseconds(delays[i])) { _, _ in }
+            pending[victims[i]].invalidate()
+            pending[victims[i]] = timer
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for timer in pending { timer.invalidate() }
+        pending = []
+        let left = loop.statistics.pending
+        if left != 0 { progress("warning: \(left) TimerKit timers still pending after invalidating all") }
+    }
+}
+
+/// The C core called directly (a C function as the callback): what the
+/// Swift facade adds is the difference to TimerKit's row.
+final class CoreScheduleSide: ScheduleSide {
+    let name = "C core tk_loop_schedule/cancel"
+    private let loop: OpaquePointer
+    private var pending: [tk_timer_id] = []
+
+    init() throws {
+        var loop: OpaquePointer?
+        let result = tk_loop_create(&loop)
+        guard result == 0, let loop else { throw SideFailure("tk_loop_create returned \(result)") }
+        self.loop = loop
+    }
+
+    deinit { _ = tk_loop_destroy(loop) }
+
+    @inline(__always)
+    private func schedule(_ delay: Int64) throws -> tk_timer_id {
+        var spec = tk_timer_spec(
+            clock: TK_CLOCK_MONOTONIC, deadline_ns: delay, interval_ns: 0, leeway_ns: 0, modes: 1, flags: 0)
+        var id: tk_timer_id = 0
+        let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, nil, &id)
+        guard result == 0 else { throw SideFailure("tk_loop_schedule returned \(result)") }
+        return id
+    }
+
+    @inline(__always)
+    private func cancel(_ id: tk_timer_id) throws {
+        let result = tk_loop_cancel(loop, id)
+        guard result == 0 else { throw SideFailure("tk_loop_cancel returned \(result)") }
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(try schedule(delay)) }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { try cancel(try schedule(delay)) }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let id = try schedule(delays[i])
+            try cancel(pending[victims[i]])
+            pending[victims[i]] = id
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for id in pending { _ = tk_loop_cancel(loop, id) }
+        pending = []
+    }
+}
+
+final class FoundationScheduleSide: ScheduleSide {
+    let name = "Foundation Timer+RunLoop"
+    private let runLoop = RunLoop.current
+    private var pending: [Timer] = []
+
+    // Timer(fire:interval:repeats:block:) with an explicit date: the
+    // timeInterval initializer sets the fire date to the creation time on
+    // Linux (see the lateness part), which would put every timer in one spot.
+    @inline(__always)
+    private func make(_ delay: Int64) -> Timer {
+        Timer(fire: Date(timeIntervalSinceNow: Double(delay) / 1e9), interval: 0, repeats: false) { _ in }
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays {
+            let timer = make(delay)
+            runLoop.add(timer, forMode: .default)
+            pending.append(timer)
+        }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays {
+            let timer = make(delay)
+            runLoop.add(timer, forMode: .default)
+            timer.invalidate()
+        }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let timer = make(delays[i])
+            runLoop.add(timer, forMode: .default)
+            pending[victims[i]].invalidate()
+            pending[victims[i]] = timer
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for timer in pending { timer.invalidate() }
+        pending = []
+    }
+}
+
+final class DispatchScheduleSide: ScheduleSide {
+    let name = "DispatchSourceTimer"
+    private let queue = DispatchQueue(label: "timerkit.bench.sources")
+    private var pending: [DispatchSourceTimer] = []
+
+    @inline(__always)
+    private func make(_ delay: Int64) -> DispatchSourceTimer {
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        source.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .nanoseconds(0))
+        source.setEventHandler {}
+        source.resume()
+        return source
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(make(delay)) }
+        settle()
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { make(delay).cancel() }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let source = make(delays[i])
+            pending[victims[i]].cancel()
+            pending[victims[i]] = source
+        }
+    }
+
+    /// Registration and cancellation are finished on the sources' queue.
+    func settle() { queue.sync {} }
+
+    func drain() {
+        for source in pending { source.cancel() }
+        pending = []
+        settle()
+    }
+}
+
+/// One measured operation at one size: medians of the timed repetitions.
+struct OpFigure {
+    var wallNs = Double.nan
+    var cpuNs = Double.nan
+    var fastestNs = Double.nan
+    var slowestNs = Double.nan
+    var opsPerRep = 0
+    var reps = 0
+
+    var json: JSON {
+        .object([
+            ("wall_ns_per_pair", .number(wallNs)), ("cpu_ns_per_pair", .number(cpuNs)),
+            ("fastest_rep_ns", .number(fastestNs)), ("slowest_rep_ns", .number(slowestNs)),
+            ("pairs_per_rep", .int(Int64(opsPerRep))), ("reps", .int(Int64(reps))),
+        ])
+    }
+}
+
+struct ScheduleRow {
+    var side: String
+    var pending: Int
+    var pair = OpFigure()
+    var churn = OpFigure()
+    /// Why the row was not measured (the side's cap), or nil.
+    var skipped: String?
+    var failed: String?
+}
+
+struct ScheduleConfig {
+    var sizes: [Int]
+    /// Foundation's run loop removes a timer by a linear search of a sorted
+    /// array: O(n) per invalidate, so it is measured up to this size only.
+    var foundationCap: Int
+    var reps: Int
+    /// Each timed repetition is sized to take about this long.
+    var repTargetNs: Int64
+    var minDelay: Int64 = 100_000_000_000  // 100 s
+    var maxDelay: Int64 = 1_000_000_000_000  // 1000 s
+}
+
+enum ScheduleBench {
+    private enum Kind { case pair, churn }
+
+    /// Runs every side at every size; repetitions alternate between sides.
+    static func run(_ config: ScheduleConfig, rng: inout SeededGenerator, failures: inout [String])
+        -> [ScheduleRow]
+    {
+        var rows: [ScheduleRow] = []
+        for size in config.sizes {
+            var sides: [ScheduleSide] = []
+            var sizeRows: [String: ScheduleRow] = [:]
+            let makers: [(String, () throws -> ScheduleSide)] = [
+                ("TimerKit LoopTimer", { try TimerKitScheduleSide() }),
+                ("C core tk_loop_schedule/cancel", { try CoreScheduleSide() }),
+                ("Foundation Timer+RunLoop", { FoundationScheduleSide() }),
+                ("DispatchSourceTimer", { DispatchScheduleSide() }),
+            ]
+            for (name, make) in makers {
+                var row = ScheduleRow(side: name, pending: size)
+                if name.hasPrefix("Foundation") && size > config.foundationCap {
+                    row.skipped = "capped at \(config.foundationCap) pending (O(n) per invalidate)"
+                    sizeRows[name] = row
+                    continue
+                }
+                do {
+                    let side = try make()
+                    progress("schedule: \(name), filling \(size) pending")
+                    let delays = (0..<size).map { _ in rng.next(in: config.minDelay, config.maxDelay) }
+                    try side.fill(delays)
+                    sides.append(side)
+                } catch {
+                    row.failed = "\(error)"
+                    failures.append("schedule \(name) at \(size): \(error)")
+                }
+                sizeRows[name] = row
+            }
+
+            for kind in [Kind.pair, .churn] {
+                progress("schedule: \(size) pending, \(kind == .pair ? "schedule+invalidate pairs" : "churn")")
+                // Calibrate each side's batch on an untimed warm-up.
+                var batch: [String: Int] = [:]
+                for side in sides where sizeRows[side.name]?.failed == nil {
+                    do {
+                        let probe = 256
+                        let ns = try timedBatch(side, kind, probe, size, config, &rng).wall
+                        let perOp = max(ns / Double(probe), 1)
+                        batch[side.name] = min(max(Int(Double(config.repTargetNs) / perOp), 64), 200_000)
+                    } catch {
+                        sizeRows[side.name]?.failed = "\(error)"
+                        failures.append("schedule \(side.name) at \(size): \(error)")
+                    }
+                }
+                var wall: [String: [Double]] = [:]
+                var cpu: [String: [Double]] = [:]
+                for rep in 0..<config.reps {
+                    let live = sides.filter { sizeRows[$0.name]?.failed == nil }
+                    guard !live.isEmpty else { break }
+                    for i in 0..<live.count {
+                        let side = live[(i + rep) % live.count]
+                        let ops = batch[side.name]!
+                        do {
+                            let t = try timedBatch(side, kind, ops, size, config, &rng)
+                            wall[side.name, default: []].append(t.wall / Double(ops))
+                            cpu[side.name, default: []].append(t.cpu / Double(ops))
+                        } catch {
+                            sizeRows[side.name]?.failed = "\(error)"
+                            failures.append("schedule \(side.name) at \(size): \(error)")
+                        }
+                    }
+                }
+                for side in sides {
+                    guard let w = wall[side.name], let c = cpu[side.name] else { continue }
+                    let figure = OpFigure(
+                        wallNs: median(w), cpuNs: median(c), fastestNs: w.min()!, slowestNs: w.max()!,
+                        opsPerRep: batch[side.name]!, reps: w.count)
+                    if kind == .pair { sizeRows[side.name]?.pair = figure } else { sizeRows[side.name]?.churn = figure }
+                }
+            }
+            for side in sides { side.drain() }
+            for (name, _) in makers { rows.append(sizeRows[name]!) }
+        }
+        return rows
+    }
+
+    /// One batch of `ops` operations; nanoseconds of wall and process CPU time.
+    private static func timedBatch(
+        _ side: ScheduleSide, _ kind: Kind, _ ops: Int, _ size: Int, _ config: ScheduleConfig,
+        _ rng: inout SeededGenerator
+    ) throws -> (wall: Double, cpu: Double) {
+        // Drawn before the clock starts.
+        let delays = (0..<ops).map { _ in rng.next(in: config.minDelay, config.maxDelay) }
+        let victims = kind == .churn ? (0..<ops).map { _ in rng.index(below: size) } : []
+        return try delays.withUnsafeBufferPointer { d in
+            try victims.withUnsafeBufferPointer { v in
+                let cpu0 = processCPUNanoseconds()
+                let t0 = monotonicNanoseconds()
+                switch kind {
+                case .pair: try side.pairs(d)
+                case .churn: try side.churn(d, v)
+                }
+                side.settle()
+                let t1 = monotonicNanoseconds()
+                let cpu1 = processCPUNanoseconds()
+                return (Double(t1 - t0), Double(cpu1 - cpu0))
+            }
+        }
+    }
+}

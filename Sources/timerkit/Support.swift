@@ -1,0 +1,274 @@
+import CTimerCore
+import Foundation
+
+// MARK: Clocks
+
+/// CLOCK_MONOTONIC in nanoseconds, read through the C core (a vDSO call).
+@inline(__always)
+func monotonicNanoseconds() -> Int64 {
+    var now: Int64 = 0
+    _ = tk_clock_now(TK_CLOCK_MONOTONIC, &now)
+    return now
+}
+
+/// CPU time used by the whole process (all threads), in nanoseconds.
+func processCPUNanoseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (rounded toward zero).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+// MARK: Randomness
+
+/// SplitMix64: a small seeded generator, so that a run can be repeated.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476C_E5E4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value uniform in `lower ..< upper`.
+    mutating func next(in lower: Int64, _ upper: Int64) -> Int64 {
+        lower + Int64(next() % UInt64(upper - lower))
+    }
+
+    /// An index uniform in `0 ..< count`.
+    mutating func index(below count: Int) -> Int {
+        Int(next() % UInt64(count))
+    }
+}
+
+// MARK: Statistics
+
+/// Nearest-rank percentile of a sorted array (the core benchmark's definition).
+func percentile(_ sorted: [Int64], _ q: Double) -> Int64 {
+    guard !sorted.isEmpty else { return 0 }
+    var rank = Int((q * Double(sorted.count)).rounded(.up))
+    rank = min(max(rank, 1), sorted.count)
+    return sorted[rank - 1]
+}
+
+/// The median of unsorted values.
+func median(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/// A summary of lateness samples, in nanoseconds.
+struct Summary {
+    var count = 0
+    var p50: Int64 = 0
+    var p90: Int64 = 0
+    var p99: Int64 = 0
+    var max: Int64 = 0
+    var min: Int64 = 0
+    var mean = 0.0
+
+    init() {}
+
+    init(_ samples: [Int64]) {
+        guard !samples.isEmpty else { return }
+        let sorted = samples.sorted()
+        count = sorted.count
+        p50 = percentile(sorted, 0.50)
+        p90 = percentile(sorted, 0.90)
+        p99 = percentile(sorted, 0.99)
+        max = sorted[sorted.count - 1]
+        min = sorted[0]
+        mean = Double(sorted.reduce(0, +)) / Double(sorted.count)
+    }
+
+    var json: JSON {
+        .object([
+            ("count", .int(Int64(count))), ("p50_ns", .int(p50)), ("p90_ns", .int(p90)),
+            ("p99_ns", .int(p99)), ("max_ns", .int(max)), ("min_ns", .int(min)),
+            ("mean_ns", .number(mean)),
+        ])
+    }
+}
+
+// MARK: Output
+
+/// Writes a progress line to stderr.
+func progress(_ message: String) {
+    FileHandle.standardError.write(Data("timerkit: \(message)\n".utf8))
+}
+
+/// `value` with `decimals` digits after the point.
+func fixed(_ value: Double, _ decimals: Int) -> String {
+    guard value.isFinite else { return "-" }
+    return String(format: "%.\(decimals)f", value)
+}
+
+/// Nanoseconds as microseconds with one decimal.
+func micros(_ nanoseconds: Int64) -> String {
+    fixed(Double(nanoseconds) / 1000, 1)
+}
+
+/// Nanoseconds as "seconds.nanoseconds".
+func seconds(_ nanoseconds: Int64) -> String {
+    let sign = nanoseconds < 0 ? "-" : ""
+    let magnitude = nanoseconds.magnitude
+    let fraction = String(magnitude % 1_000_000_000)
+    return "\(sign)\(magnitude / 1_000_000_000).\(String(repeating: "0", count: 9 - fraction.count))\(fraction)"
+}
+
+/// `text` padded with spaces to `width` (on the left when `right` is set).
+func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    let count = text.count
+    guard count < width else { return text }
+    let spaces = String(repeating: " ", count: width - count)
+    return right ? spaces + text : text + spaces
+}
+
+/// A ratio such as "1.23x", or "-" when it cannot be formed.
+func ratio(_ numerator: Double, _ denominator: Double) -> String {
+    guard numerator.isFinite, denominator.isFinite, denominator > 0 else { return "-" }
+    return fixed(numerator / denominator, 2) + "x"
+}
+
+/// A small JSON value with ordered keys, rendered by hand.
+indirect enum JSON {
+    case number(Double)
+    case int(Int64)
+    case string(String)
+    case bool(Bool)
+    case null
+    case array([JSON])
+    case object([(String, JSON)])
+
+    func render(indent: Int = 0) -> String {
+        let inner = String(repeating: "  ", count: indent + 1)
+        let outer = String(repeating: "  ", count: indent)
+        switch self {
+        case .number(let value):
+            guard value.isFinite else { return "null" }
+            return String(format: "%.3f", value)
+        case .int(let value):
+            return String(value)
+        case .string(let value):
+            return JSON.quote(value)
+        case .bool(let value):
+            return value ? "true" : "false"
+        case .null:
+            return "null"
+        case .array(let values):
+            if values.isEmpty { return "[]" }
+            return "[\n" + values.map { inner + $0.render(indent: indent + 1) }
+                .joined(separator: ",\n") + "\n" + outer + "]"
+        case .object(let members):
+            if members.isEmpty { return "{}" }
+            return "{\n" + members.map { inner + JSON.quote($0.0) + ": " + $0.1.render(indent: indent + 1) }
+                .joined(separator: ",\n") + "\n" + outer + "}"
+        }
+    }
+
+    private static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+// MARK: The machine
+
+/// What the figures were measured on.
+struct Machine {
+    var processors: Int
+    var cpuModel: String
+    var kernel: String
+    var timerSlack: Int64
+
+    /// The 1-minute load average (other work on the machine skews every figure).
+    static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
+    static func describe() -> Machine {
+        var model = "unknown"
+        if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) {
+            for line in info.split(separator: "\n") where line.hasPrefix("model name") {
+                if let colon = line.firstIndex(of: ":") {
+                    model = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                break
+            }
+        }
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: &name.release) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        var slack: Int64 = -1
+        _ = tk_timer_slack(&slack)
+        return Machine(
+            processors: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
+            kernel: release, timerSlack: slack)
+    }
+}
+
+// MARK: Context switches
+
+/// Voluntary context switches, read from /proc.
+enum ContextSwitches {
+    /// The calling process's main thread (what /proc/self/status reports).
+    static func mainThread() -> Int64 {
+        read("/proc/self/status") ?? -1
+    }
+
+    /// Every live thread of the process: the sum over /proc/self/task/*/status.
+    static func allThreads() -> Int64 {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+        else { return -1 }
+        var total: Int64 = 0
+        for task in tasks {
+            total += read("/proc/self/task/\(task)/status") ?? 0
+        }
+        return total
+    }
+
+    private static func read(_ path: String) -> Int64? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+            return Int64(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+}
+
+/// A measured side that did not run; the benchmark exits non-zero.
+struct SideFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,319 @@
+import Synchronization
+import TimerKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `timerkit trusted-time`: syncs a TrustedClock from an SNTP server and
+/// reports trusted time next to the local clocks, with the wall-clock changes
+/// the sync detected. scripts/test-trusted-time.sh runs it under faketime
+/// against chrony on loopback.
+///
+///     timerkit trusted-time --server 127.0.0.1 --port N [--samples N] [--timeout-ms N]
+///                           [--state FILE] [--no-sync] [--json]
+///     timerkit trusted-time --clocks
+///
+/// `--state FILE` restores the clock from FILE first (if it exists) and saves
+/// it there after a sync; with `--no-sync` the clock only restores, which is
+/// a process restart that must go on without the network. `--clocks` prints
+/// the boot and wall clocks read back to back, nothing else (the script runs
+/// it outside faketime to learn the real time).
+enum TrustedTimeCommand {
+    static let usage = """
+        usage: timerkit trusted-time --server ADDRESS --port N [--samples N] [--timeout-ms N]
+                                     [--state FILE] [--no-sync] [--json]
+               timerkit trusted-time --clocks
+
+          Syncs a trusted clock from the SNTP server at ADDRESS (an IPv4 or IPv6 literal)
+          and prints trusted time, its error bound, the local clocks, and the wall-clock
+          changes the sync detected.
+            --samples N     requests to send; the reply with the smallest delay wins (default 4)
+            --timeout-ms N  how long to wait for each reply (default 2000)
+            --state FILE    restore the clock from FILE first, save it there after the sync
+            --no-sync       do not ask the server (with --state: continue from the saved state)
+            --json          the report as JSON on stdout
+            --clocks        only read the boot and wall clocks back to back, as JSON
+
+        """
+
+    struct Options {
+        var server: String?
+        var port: UInt16 = 123
+        var samples = 4
+        var timeout = Duration.milliseconds(2000)
+        var statePath: String?
+        var sync = true
+        var json = false
+        var clocksOnly = false
+    }
+
+    static func run(_ arguments: ArraySlice<String>) -> Int32 {
+        var options = Options()
+        var rest = arguments
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--server":
+                guard let value = rest.popFirst() else { return usageError("--server needs an address") }
+                options.server = value
+            case "--port":
+                guard let value = rest.popFirst(), let port = UInt16(value), port != 0 else {
+                    return usageError("--port needs a port number")
+                }
+                options.port = port
+            case "--samples":
+                guard let value = rest.popFirst(), let samples = Int(value), (1...64).contains(samples)
+                else { return usageError("--samples needs a number in 1...64") }
+                options.samples = samples
+            case "--timeout-ms":
+                guard let value = rest.popFirst(), let milliseconds = Int64(value), milliseconds > 0
+                else { return usageError("--timeout-ms needs a positive number") }
+                options.timeout = .milliseconds(milliseconds)
+            case "--state":
+                guard let value = rest.popFirst() else { return usageError("--state needs a file") }
+                options.statePath = value
+            case "--no-sync": options.sync = false
+            case "--json": options.json = true
+            case "--clocks": options.clocksOnly = true
+            case "-h", "--help":
+                print(usage, terminator: "")
+                return 0
+            default:
+                return usageError("unknown option \(argument)")
+            }
+        }
+        if options.clocksOnly { return printClocks() }
+        if options.sync && options.server == nil { return usageError("--server is required") }
+        return report(options)
+    }
+
+    // MARK: The report
+
+    private static func report(_ options: Options) -> Int32 {
+        let readings = SystemClockReadings()
+        let clock = TrustedClock(readings: readings)
+        let changes = ChangeLog()
+        clock.onWallClockChange { changes.append($0) }
+        var fields: [(String, JSONValue)] = []
+        var failed = false
+
+        if let server = options.server {
+            fields.append(("server", .string(server)))
+            fields.append(("port", .int(Int64(options.port))))
+        }
+        if let path = options.statePath {
+            do throws(TrustedTimeError) {
+                switch try clock.restore(from: path) {
+                case .restored(let count): fields.append(("restore", .string("restored \(count) samples")))
+                case .fromAnotherBoot: fields.append(("restore", .string("from another boot: not used")))
+                }
+            } catch {
+                if case .stateFileNotFound = error {
+                    fields.append(("restore", .string("no saved state")))
+                } else {
+                    fields.append(("restore", .string("error: \(error)")))
+                    failed = true
+                }
+            }
+        }
+
+        if options.sync, let server = options.server {
+            do throws(TrustedTimeError) {
+                let m = try clock.sync(
+                    sntpServer: server, port: options.port, samples: options.samples,
+                    timeout: options.timeout)
+                fields.append(
+                    ("sntp",
+                     .object([
+                        ("offset_ns", .int(m.offset.wholeNanoseconds)),
+                        ("delay_ns", .int(m.delay.wholeNanoseconds)),
+                        ("error_bound_ns", .int(m.errorBound.wholeNanoseconds)),
+                        ("server_time_ns", .int(m.serverTime.wholeNanoseconds)),
+                        ("local_wall_ns", .int(m.localWallTime.wholeNanoseconds)),
+                        ("sent_boot_ns", .int(m.sample.sentAt.offset.wholeNanoseconds)),
+                        ("received_boot_ns", .int(m.sample.receivedAt.offset.wholeNanoseconds)),
+                        ("stratum", .int(Int64(m.stratum))),
+                        ("version", .int(Int64(m.version))),
+                        ("leap", .int(Int64(m.leapIndicator))),
+                        ("root_delay_ns", .int(m.rootDelay.wholeNanoseconds)),
+                        ("root_dispersion_ns", .int(m.rootDispersion.wholeNanoseconds)),
+                        ("precision_ns", .int(m.precision.wholeNanoseconds)),
+                        ("requests_sent", .int(Int64(m.requestsSent))),
+                        ("replies_accepted", .int(Int64(m.repliesAccepted))),
+                     ])))
+            } catch {
+                fields.append(("sync_error", .string(error.description)))
+                failed = true
+            }
+        }
+
+        // One reading of everything, bracketed by two boot-clock reads: the
+        // trusted reading belongs to some boot instant between them.
+        let bootBefore = readings.boot
+        let trusted = clock.now
+        let wall = readings.wall
+        let bootAfter = readings.boot
+        let monotonic = readings.monotonic
+        clock.checkWallClock()
+
+        fields.append(("synced", .bool(trusted.isSynced)))
+        fields.append(("boot_ns", .int(bootBefore.offset.wholeNanoseconds)))
+        fields.append(("boot_after_ns", .int(bootAfter.offset.wholeNanoseconds)))
+        fields.append(("monotonic_ns", .int(monotonic.offset.wholeNanoseconds)))
+        fields.append(("wall_ns", .int(wall.wholeNanoseconds)))
+        fields.append(("wall_iso", .string(iso8601(wall))))
+        fields.append(("trusted_ns", .int(trusted.sinceEpoch.wholeNanoseconds)))
+        fields.append(("trusted_iso", .string(iso8601(trusted.sinceEpoch))))
+        fields.append(("trusted_error_ns", trusted.errorBound.map { .int($0.wholeNanoseconds) } ?? .null))
+        fields.append(("source", .string(describe(trusted.source))))
+        fields.append(("wall_minus_trusted_ns", clock.wallClockOffset.map { .int($0.wholeNanoseconds) } ?? .null))
+        fields.append(
+            ("wall_clock_changes",
+             .array(changes.all.map { change in
+                 .object([
+                    ("cause", .string(describe(change.cause))),
+                    ("change_ns", .int(change.change.wholeNanoseconds)),
+                    ("offset_ns", change.offset.map { .int($0.wholeNanoseconds) } ?? .null),
+                 ])
+             })))
+        fields.append(("needs_sync", .bool(clock.needsSync)))
+        fields.append(("refresh_reason", clock.refreshReason.map { .string(describe($0)) } ?? .null))
+
+        if let path = options.statePath, options.sync, clock.isSynced {
+            do throws(TrustedTimeError) {
+                try clock.save(to: path)
+                fields.append(("saved", .string(path)))
+            } catch {
+                fields.append(("save_error", .string(error.description)))
+                failed = true
+            }
+        }
+
+        if options.json {
+            print(JSONValue.object(fields).render())
+        } else {
+            for (name, value) in fields {
+                print("\(name): \(value.render())")
+            }
+        }
+        return failed ? 1 : 0
+    }
+
+    private static func printClocks() -> Int32 {
+        let readings = SystemClockReadings()
+        let bootBefore = readings.boot
+        let wall = readings.wall
+        let bootAfter = readings.boot
+        print(
+            JSONValue.object([
+                ("boot_ns", .int(bootBefore.offset.wholeNanoseconds)),
+                ("wall_ns", .int(wall.wholeNanoseconds)),
+                ("boot_after_ns", .int(bootAfter.offset.wholeNanoseconds)),
+                ("wall_iso", .string(iso8601(wall))),
+            ]).render())
+        return 0
+    }
+
+    private static func usageError(_ message: String) -> Int32 {
+        let text = Array("timerkit trusted-time: \(message)\n\(usage)".utf8)
+        _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        return 64
+    }
+
+    // MARK: Formatting
+
+    private static func describe(_ source: TrustedTime.Source) -> String {
+        switch source {
+        case .synced: "synced"
+        case .wallClockFallback: "wall clock fallback"
+        case .exact: "exact"
+        }
+    }
+
+    private static func describe(_ cause: WallClockChange.Cause) -> String {
+        switch cause {
+        case .sync: "sync"
+        case .check: "check"
+        case .clockStep: "clock step"
+        }
+    }
+
+    private static func describe(_ reason: TrustedClock.RefreshReason) -> String {
+        switch reason {
+        case .neverSynced: "never synced"
+        case .savedStateFromAnotherBoot: "saved state from another boot"
+        case .syncTooOld(let age): "sync too old (\(age))"
+        case .errorBoundTooLarge(let bound): "error bound too large (\(bound))"
+        case .wallClockChanged(let change): "wall clock changed by \(change.change)"
+        }
+    }
+
+    /// Time since the epoch as an ISO 8601 UTC timestamp (via a TrustedTime).
+    private static func iso8601(_ sinceEpoch: Duration) -> String {
+        TrustedTime(sinceEpoch: sinceEpoch).description
+    }
+
+    /// The wall-clock changes a clock reported, in order.
+    private final class ChangeLog: Sendable {
+        private let changes = Mutex<[WallClockChange]>([])
+
+        func append(_ change: WallClockChange) {
+            changes.withLock { $0.append(change) }
+        }
+
+        var all: [WallClockChange] { changes.withLock { $0 } }
+    }
+
+    /// A JSON value with ordered keys.
+    private indirect enum JSONValue {
+        case int(Int64)
+        case string(String)
+        case bool(Bool)
+        case null
+        case array([JSONValue])
+        case object([(String, JSONValue)])
+
+        func render() -> String {
+            switch self {
+            case .int(let value): return String(value)
+            case .bool(let value): return value ? "true" : "false"
+            case .null: return "null"
+            case .string(let text): return JSONValue.quote(text)
+            case .array(let values): return "[" + values.map { $0.render() }.joined(separator: ", ") + "]"
+            case .object(let members):
+                return "{" + members.map { JSONValue.quote($0.0) + ": " + $0.1.render() }
+                    .joined(separator: ", ") + "}"
+            }
+        }
+
+        static func quote(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                default:
+                    if scalar.value < 0x20 {
+                        let hex = String(scalar.value, radix: 16)
+                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out + "\""
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating is not needed for the
+    /// clock readings printed here).
+    fileprivate var wholeNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,260 @@
+/*
+ * The release handler: every timer's context is handed back exactly once,
+ * and never while a callback may still be given it.
+ *
+ *   test_release [seed]      (or TK_SEED)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "CTimerCore.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int passed, failed;
+static unsigned long long seed;
+
+#define CHECK(condition)                                                              \
+    do {                                                                              \
+        if (condition) {                                                              \
+            passed++;                                                                 \
+        } else {                                                                      \
+            failed++;                                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s (seed %llu)\n", __FILE__, __LINE__,       \
+                    #condition, seed);                                                \
+        }                                                                             \
+    } while (0)
+
+/* A context that counts how often it was called back and released, and
+ * whether a callback ever came after its release. */
+typedef struct tracked {
+    atomic_int callbacks;
+    atomic_int releases;
+    atomic_int running;             /* callbacks in progress */
+    atomic_int callback_after_release;
+    atomic_int release_while_running;
+    int action;                     /* what the callback does, see below */
+    tk_timer_id self;
+} tracked;
+
+enum { DO_NOTHING, CANCEL_SELF, RESCHEDULE_SELF, SLOW };
+
+static void on_release(tk_loop *loop, void *context) {
+    (void)loop;
+    tracked *t = context;
+    if (atomic_load(&t->running) > 0) atomic_fetch_add(&t->release_while_running, 1);
+    atomic_fetch_add(&t->releases, 1);
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void on_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)missed;
+    tracked *t = context;
+    atomic_fetch_add(&t->running, 1);
+    if (atomic_load(&t->releases) > 0) atomic_fetch_add(&t->callback_after_release, 1);
+    atomic_fetch_add(&t->callbacks, 1);
+    switch (t->action) {
+    case CANCEL_SELF:
+        tk_loop_cancel(loop, id);
+        break;
+    case RESCHEDULE_SELF: {
+        t->action = DO_NOTHING;
+        tk_timer_spec again = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 10,
+                               .modes = TK_MODES(0)};
+        tk_loop_reschedule(loop, id, &again);
+        break;
+    }
+    case SLOW:
+        sleep_ms(30);
+        break;
+    }
+    atomic_fetch_sub(&t->running, 1);
+}
+
+static tk_timer_spec one_shot(int64_t in) {
+    return (tk_timer_spec){.clock = TK_CLOCK_MONOTONIC, .deadline_ns = in, .modes = TK_MODES(0)};
+}
+
+static tk_loop *manual_loop(void) {
+    tk_loop *loop = NULL;
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    if (tk_loop_set_release_handler(loop, on_release) != 0) abort();
+    return loop;
+}
+
+/* Each way a timer ends releases its context once, after its last callback. */
+static void test_each_way_to_end(void) {
+    tk_loop *loop = manual_loop();
+    tracked cancelled = {0}, fired = {0}, self_cancelled = {.action = CANCEL_SELF},
+            revived = {.action = RESCHEDULE_SELF}, pending = {0}, by_hand = {0},
+            repeating = {0};
+    tk_timer_spec spec = one_shot(100);
+    tk_loop_schedule(loop, &spec, on_fire, &cancelled, &cancelled.self);
+    tk_loop_schedule(loop, &spec, on_fire, &fired, &fired.self);
+    tk_loop_schedule(loop, &spec, on_fire, &self_cancelled, &self_cancelled.self);
+    tk_loop_schedule(loop, &spec, on_fire, &revived, &revived.self);
+    tk_loop_schedule(loop, &spec, on_fire, &by_hand, &by_hand.self);
+    tk_timer_spec later = one_shot(1000000);
+    tk_loop_schedule(loop, &later, on_fire, &pending, &pending.self);
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 50, .interval_ns = 50,
+                           .modes = TK_MODES(0)};
+    tk_loop_schedule(loop, &every, on_fire, &repeating, &repeating.self);
+
+    CHECK(tk_loop_cancel(loop, cancelled.self) == 0);
+    CHECK(atomic_load(&cancelled.releases) == 1);
+    CHECK(tk_loop_cancel(loop, cancelled.self) == -ENOENT);
+    CHECK(atomic_load(&cancelled.releases) == 1);
+
+    CHECK(tk_loop_fire(loop, by_hand.self) == 0);
+    CHECK(atomic_load(&by_hand.callbacks) == 1 && atomic_load(&by_hand.releases) == 1);
+
+    tk_loop_advance(loop, 0, 100);
+    CHECK(atomic_load(&fired.callbacks) == 1 && atomic_load(&fired.releases) == 1);
+    CHECK(atomic_load(&self_cancelled.callbacks) == 1);
+    CHECK(atomic_load(&self_cancelled.releases) == 1);
+    CHECK(atomic_load(&revived.callbacks) == 1 && atomic_load(&revived.releases) == 0);
+    CHECK(atomic_load(&repeating.releases) == 0);
+
+    tk_loop_advance(loop, 0, 100);
+    CHECK(atomic_load(&revived.callbacks) == 2 && atomic_load(&revived.releases) == 1);
+    CHECK(atomic_load(&repeating.callbacks) >= 2 && atomic_load(&repeating.releases) == 0);
+
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&pending.releases) == 1 && atomic_load(&pending.callbacks) == 0);
+    CHECK(atomic_load(&repeating.releases) == 1);
+
+    tracked *all[] = {&cancelled, &fired, &self_cancelled, &revived, &pending, &by_hand,
+                      &repeating};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        CHECK(atomic_load(&all[i]->releases) == 1);
+        CHECK(atomic_load(&all[i]->callback_after_release) == 0);
+        CHECK(atomic_load(&all[i]->release_while_running) == 0);
+    }
+}
+
+struct runner {
+    tk_loop *loop;
+};
+
+static void *run_loop(void *argument) {
+    struct runner *runner = argument;
+    tk_loop_run(runner->loop, 0, TK_FOREVER, 0);
+    return NULL;
+}
+
+/* Cancelling from another thread while the timer's callback runs: the
+ * release waits for the callback to return. */
+static void test_cancel_during_callback(void) {
+    tk_loop *loop = NULL;
+    CHECK(tk_loop_create(&loop) == 0);
+    tk_loop_set_release_handler(loop, on_release);
+    tracked slow = {.action = SLOW};
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 1000000,
+                           .interval_ns = 1000000, .modes = TK_MODES(0)};
+    CHECK(tk_loop_schedule(loop, &every, on_fire, &slow, &slow.self) == 0);
+    struct runner runner = {loop};
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_loop, &runner);
+    while (atomic_load(&slow.running) == 0) sleep_ms(1);
+    CHECK(tk_loop_cancel(loop, slow.self) == 0);   /* repeating: still scheduled */
+    CHECK(atomic_load(&slow.releases) == 0);        /* its callback still runs */
+    while (atomic_load(&slow.releases) == 0) sleep_ms(1);
+    CHECK(atomic_load(&slow.release_while_running) == 0);
+    int callbacks = atomic_load(&slow.callbacks);
+    sleep_ms(20);
+    CHECK(atomic_load(&slow.callbacks) == callbacks); /* no callback after the cancel */
+    tk_loop_stop(loop);
+    pthread_join(thread, NULL);
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&slow.releases) == 1);
+    CHECK(atomic_load(&slow.callback_after_release) == 0);
+}
+
+/* Many threads cancel random timers of a running loop: each context is
+ * released exactly once, never while a callback of it runs, and no callback
+ * comes after its release. */
+enum { STRESS_TIMERS = 4000, STRESS_THREADS = 3 };
+static tracked stress[STRESS_TIMERS];
+
+struct canceller {
+    tk_loop *loop;
+    unsigned long long state;
+};
+
+static void *cancel_randomly(void *argument) {
+    struct canceller *c = argument;
+    for (int i = 0; i < STRESS_TIMERS; i++) {
+        c->state = c->state * 6364136223846793005ULL + 1442695040888963407ULL;
+        tracked *t = &stress[(c->state >> 33) % STRESS_TIMERS];
+        tk_loop_cancel(c->loop, t->self);
+        if (i % 64 == 0) sleep_ms(1);
+    }
+    return NULL;
+}
+
+static void test_stress(void) {
+    tk_loop *loop = NULL;
+    CHECK(tk_loop_create(&loop) == 0);
+    tk_loop_set_release_handler(loop, on_release);
+    unsigned long long state = seed;
+    for (int i = 0; i < STRESS_TIMERS; i++) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t in = (int64_t)((state >> 33) % 20000000);
+        tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = in,
+                              .interval_ns = (i % 3 == 0) ? 1000000 : 0, .modes = TK_MODES(0)};
+        stress[i].action = (i % 7 == 0) ? CANCEL_SELF : DO_NOTHING;
+        if (tk_loop_schedule(loop, &spec, on_fire, &stress[i], &stress[i].self) != 0) abort();
+    }
+    struct runner runner = {loop};
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_loop, &runner);
+    pthread_t threads[STRESS_THREADS];
+    struct canceller cancellers[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        cancellers[i] = (struct canceller){loop, seed + (unsigned long long)i * 7919};
+        pthread_create(&threads[i], NULL, cancel_randomly, &cancellers[i]);
+    }
+    for (int i = 0; i < STRESS_THREADS; i++) pthread_join(threads[i], NULL);
+    sleep_ms(40); /* let the one-shots that were not cancelled fire */
+    tk_loop_stop(loop);
+    pthread_join(thread, NULL);
+    CHECK(tk_loop_destroy(loop) == 0);
+    int bad = 0;
+    for (int i = 0; i < STRESS_TIMERS; i++) {
+        if (atomic_load(&stress[i].releases) != 1 ||
+            atomic_load(&stress[i].callback_after_release) != 0 ||
+            atomic_load(&stress[i].release_while_running) != 0) {
+            if (bad++ < 5) {
+                fprintf(stderr, "timer %d: %d releases, %d callbacks after, %d while running\n", i,
+                        atomic_load(&stress[i].releases),
+                        atomic_load(&stress[i].callback_after_release),
+                        atomic_load(&stress[i].release_while_running));
+            }
+        }
+    }
+    CHECK(bad == 0);
+}
+
+int main(int argc, char **argv) {
+    const char *text = argc > 1 ? argv[1] : getenv("TK_SEED");
+    seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL);
+    printf("test_release: seed %llu\n", seed);
+    test_each_way_to_end();
+    test_cancel_during_callback();
+    test_stress();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

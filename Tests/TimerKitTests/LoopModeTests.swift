@@ -1,0 +1,155 @@
+import Testing
+import TimerKit
+
+// Run-loop modes: the carousel (a .common timer keeps firing while the loop
+// runs .tracking; a .default one waits and fires once back in .default),
+// custom modes and the loop's common modes.
+
+@Suite("LoopMode")
+struct LoopModeTests {
+    @Test("carousel: a .common timer ticks in .tracking; a .default one waits and fires once")
+    func carousel() throws {
+        let loop = try TimerLoop.manual()
+        let carousel = Locked<[String]>([])
+        let plain = Locked<[String]>([])
+        let common = try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: [.common]) {
+            _, missed in carousel.withLock { $0.append("\(missed)@\(loop.now())") }
+        }
+        let standard = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
+            plain.withLock { $0.append("\(missed)@\(loop.now())") }
+        }
+
+        // The user scrolls for 5 seconds.
+        #expect(try loop.advance(by: .seconds(5), mode: .tracking) == 5)
+        #expect(carousel.value == (1...5).map { "0@\(Duration.seconds($0))" })
+        #expect(plain.value.isEmpty)
+        #expect(standard.isWaitingForMode)
+        #expect(!common.isWaitingForMode)
+        #expect(standard.fireDate == .seconds(1))
+
+        // Back in .default: it fires once, at once, with the skipped fires counted.
+        #expect(try loop.advance(by: .zero, mode: .default) == 1)
+        #expect(plain.value == ["4@5.0 seconds"])
+        #expect(!standard.isWaitingForMode)
+        #expect(standard.fireDate == .seconds(6))
+        try loop.advance(by: .seconds(1))
+        #expect(plain.value == ["4@5.0 seconds", "0@6.0 seconds"])
+        #expect(carousel.value.count == 6)
+        common.invalidate()
+        standard.invalidate()
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("carousel on a real loop run in .tracking")
+    func carouselOnRealLoop() throws {
+        let loop = try TimerLoop()
+        let carouselTicks = Locked(0)
+        let plain = Locked<[UInt64]>([])
+        let interval = Duration.milliseconds(5)
+        let common = try loop.schedule(after: interval, repeating: interval, in: [.common]) { _, _ in
+            carouselTicks.withLock { $0 += 1 }
+        }
+        let standard = try loop.schedule(after: interval, repeating: interval) { _, missed in
+            plain.withLock { $0.append(missed) }
+        }
+        let result = try loop.run(mode: .tracking, until: MonotonicClock().now + .milliseconds(200))
+        #expect(result == .timedOut)
+        #expect(carouselTicks.value >= 1)
+        #expect(plain.value.isEmpty, "a .default timer fired while the loop ran .tracking")
+
+        // 200 ms after scheduling, at least 39 whole periods have passed since
+        // the first fire date: it fires once, reporting them.
+        #expect(try loop.runOnce(mode: .default, waiting: false) == .passed)
+        #expect(plain.value.count == 1)
+        #expect((plain.value.first ?? 0) >= 39)
+        common.invalidate()
+        standard.invalidate()
+    }
+
+    @Test("a timer in a custom mode fires only when the loop runs that mode")
+    func customMode() throws {
+        let loop = try TimerLoop.manual()
+        let modal: LoopMode = "modal"
+        let fired = Locked<[String]>([])
+        try loop.schedule(after: .seconds(1), in: [modal]) { _, _ in
+            fired.withLock { $0.append("modal@\(loop.now())") }
+        }
+        try loop.schedule(after: .seconds(1), in: [.common]) { _, _ in
+            fired.withLock { $0.append("common@\(loop.now())") }
+        }
+        try loop.advance(by: .seconds(2), mode: .default)
+        try loop.advance(by: .seconds(2), mode: .tracking)
+        #expect(fired.value == ["common@1.0 seconds"])
+        try loop.advance(by: .seconds(1), mode: modal)
+        #expect(fired.value == ["common@1.0 seconds", "modal@4.0 seconds"])
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("addCommonMode: timers added to .common afterwards also fire in the new mode")
+    func addCommonMode() throws {
+        let loop = try TimerLoop.manual()
+        let modal = LoopMode("modal")
+        let fired = Locked<[String]>([])
+        let before = try loop.schedule(after: .seconds(1), in: [.common]) { _, _ in
+            fired.withLock { $0.append("before") }
+        }
+        try loop.addCommonMode(modal)
+        try loop.schedule(after: .seconds(1), in: [.common]) { _, _ in
+            fired.withLock { $0.append("after") }
+        }
+        try loop.advance(by: .seconds(2), mode: modal)
+        #expect(fired.value == ["after"])
+        #expect(before.isWaitingForMode)
+        try loop.advance(by: .zero, mode: .tracking)
+        #expect(fired.value == ["after", "before"])
+    }
+
+    @Test("adding a scheduled timer to another mode adds the mode and keeps its fire date")
+    func addModeToScheduledTimer() throws {
+        let loop = try TimerLoop.manual()
+        let fired = Locked<[Duration]>([])
+        let timer = try loop.schedule(after: .seconds(2), repeating: .seconds(2)) { _, _ in
+            fired.withLock { $0.append(loop.now()) }
+        }
+        try loop.advance(by: .seconds(3), mode: .tracking)
+        // Nothing of .tracking woke the loop: only a pass finds the timer due.
+        #expect(!timer.isWaitingForMode)
+        try loop.advance(by: .zero, mode: .tracking)
+        #expect(fired.value.isEmpty)
+        #expect(timer.isWaitingForMode)
+        try loop.add(timer, forMode: .tracking)
+        #expect(timer.fireDate == .seconds(2))
+        // Adding the mode it already has changes nothing.
+        try loop.add(timer, forMode: .default)
+        #expect(timer.fireDate == .seconds(2))
+        try loop.advance(by: .seconds(1), mode: .tracking)
+        #expect(fired.value == [.seconds(3), .seconds(4)])
+        try loop.advance(by: .seconds(2), mode: .default)
+        #expect(fired.value == [.seconds(3), .seconds(4), .seconds(6)])
+        timer.invalidate()
+    }
+
+    @Test("add(_:forMode: .common) schedules a timer in the common modes, as LoopTimer's example does")
+    func addForCommonMode() throws {
+        let loop = try TimerLoop.manual()
+        let fired = Locked<[String]>([])
+        let timer = try LoopTimer(after: .seconds(1), repeating: .seconds(1)) { _, _ in
+            fired.withLock { $0.append("\(loop.now())") }
+        }
+        try loop.add(timer, forMode: .common)
+        #expect(timer.fireDate == .seconds(1))
+        try loop.advance(by: .seconds(1), mode: .tracking)
+        try loop.advance(by: .seconds(1), mode: .default)
+        #expect(fired.value == ["1.0 seconds", "2.0 seconds"])
+        timer.invalidate()
+    }
+
+    @Test("modes are named by strings: equal names are the same mode")
+    func modeNames() {
+        let literal: LoopMode = "tracking"
+        #expect(literal == .tracking)
+        #expect(LoopMode("x") != LoopMode("y"))
+        #expect(LoopMode.default.description == "default")
+        #expect(LoopMode.common.name == "common")
+    }
+}

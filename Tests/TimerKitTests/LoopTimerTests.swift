@@ -1,0 +1,417 @@
+import Testing
+import TimerKit
+
+// LoopTimer scenarios: ordering, ownership (weak targets, [weak self]), fire()
+// by hand, never firing at creation or early, and the setters. Exact timing
+// is checked on manual loops; real loops are checked only for "never early"
+// and "fired".
+
+/// An object that owns a repeating closure timer capturing it weakly.
+private final class Ticker: @unchecked Sendable {
+    let ticks = Locked(0)
+    var timer: LoopTimer?
+    let invalidatesOnDeinit: Bool
+    let onDeinit: @Sendable () -> Void
+
+    init(loop: TimerLoop, invalidatesOnDeinit: Bool, onDeinit: @escaping @Sendable () -> Void)
+        throws
+    {
+        self.invalidatesOnDeinit = invalidatesOnDeinit
+        self.onDeinit = onDeinit
+        timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) {
+            [weak self] timer, _ in
+            guard let self else { return timer.invalidate() }
+            self.ticks.withLock { $0 += 1 }
+        }
+    }
+
+    deinit {
+        onDeinit()
+        if invalidatesOnDeinit { timer?.invalidate() }
+    }
+}
+
+@Suite("LoopTimer")
+struct LoopTimerTests {
+    @Test("timers fire in deadline order, each at its own time, repeating ones on their grid")
+    func firesInDeadlineOrder() throws {
+        let loop = try TimerLoop.manual()
+        let log = Locked<[String]>([])
+        try loop.schedule(after: .seconds(2)) { _, _ in
+            log.withLock { $0.append("b@\(loop.now())") }
+        }
+        try loop.schedule(after: .seconds(1)) { _, _ in
+            log.withLock { $0.append("a@\(loop.now())") }
+        }
+        let repeating = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
+            log.withLock { $0.append("r\(missed)@\(loop.now())") }
+        }
+        #expect(loop.statistics.pending == 3)
+        #expect(try loop.advance(by: .milliseconds(2500)) == 4)
+        // Equal deadlines fire in scheduling order.
+        #expect(log.value == ["a@1.0 seconds", "r0@1.0 seconds", "b@2.0 seconds", "r0@2.0 seconds"])
+        #expect(loop.now() == .milliseconds(2500))
+        #expect(repeating.fireDate == .seconds(3))
+        #expect(loop.statistics.pending == 1)
+        repeating.invalidate()
+        #expect(!repeating.isValid)
+        #expect(repeating.fireDate == nil)
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a one-shot timer is invalid once it has fired, and the loop lets it go")
+    func oneShotIsDoneAfterFiring() throws {
+        let loop = try TimerLoop.manual()
+        weak var weakTimer: LoopTimer?
+        let fired = Locked(0)
+        do {
+            let timer = try loop.schedule(after: .seconds(1)) { _, _ in fired.withLock { $0 += 1 } }
+            weakTimer = timer
+        }
+        // Only the loop holds it now.
+        #expect(weakTimer != nil)
+        #expect(weakTimer?.isValid == true)
+        #expect(weakTimer?.fireDate == .seconds(1))
+        try loop.advance(by: .seconds(1))
+        #expect(fired.value == 1)
+        #expect(weakTimer == nil, "the loop still holds a one-shot timer that fired")
+        #expect(loop.statistics.pending == 0)
+        try loop.advance(by: .seconds(10))
+        #expect(fired.value == 1)
+    }
+
+    @Test("an owner with a weak-target timer deinitialises while the timer is scheduled")
+    func weakTargetOwnerGoesAway() throws {
+        let loop = try TimerLoop.manual()
+        let gone = Locked(false)
+        let calls = Locked<[UInt64]>([])
+        var owner: Watched? = Watched { gone.withLock { $0 = true } }
+        let timer = try LoopTimer(after: .seconds(1), repeating: .seconds(1), target: owner!) {
+            _, _, missed in calls.withLock { $0.append(missed) }
+        }
+        owner!.timer = timer
+        try loop.add(timer, in: [.common])
+        try loop.advance(by: .seconds(3))
+        #expect(calls.value == [0, 0, 0])
+        #expect(loop.statistics.pending == 1)
+
+        owner = nil  // its deinit invalidates the timer, as the documentation shows
+        #expect(gone.value, "the timer kept its target alive")
+        #expect(!timer.isValid)
+        #expect(timer.fireDate == nil)
+        #expect(loop.statistics.pending == 0)
+        try loop.advance(by: .seconds(5))
+        #expect(calls.value == [0, 0, 0])
+    }
+
+    @Test("a weak-target timer whose target is gone invalidates itself at its next fire")
+    func weakTargetTimerInvalidatesItself() throws {
+        let loop = try TimerLoop.manual()
+        let gone = Locked(false)
+        let calls = Locked(0)
+        weak var weakTimer: LoopTimer?
+        do {
+            let owner = Watched { gone.withLock { $0 = true } }
+            owner.invalidatesTimerOnDeinit = false
+            let timer = try LoopTimer(after: .seconds(1), repeating: .seconds(1), target: owner) {
+                _, _, _ in calls.withLock { $0 += 1 }
+            }
+            owner.timer = timer
+            weakTimer = timer
+            try loop.add(timer)
+            try loop.advance(by: .seconds(1))
+            #expect(calls.value == 1)
+        }
+        #expect(gone.value, "the timer kept its target alive")
+        #expect(weakTimer?.isValid == true, "nothing has told the timer yet")
+        #expect(loop.statistics.pending == 1)
+        try loop.advance(by: .seconds(1))
+        #expect(calls.value == 1, "the action ran without its target")
+        #expect(weakTimer == nil, "the timer was not freed after its target went away")
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a closure timer capturing [weak self] lets its owner go", arguments: [true, false])
+    func weakSelfClosure(invalidatesOnDeinit: Bool) throws {
+        let loop = try TimerLoop.manual()
+        let gone = Locked(false)
+        var ticker: Ticker? = try Ticker(loop: loop, invalidatesOnDeinit: invalidatesOnDeinit) {
+            gone.withLock { $0 = true }
+        }
+        let ticks = ticker!.ticks
+        weak let weakTimer = ticker!.timer
+        try loop.advance(by: .milliseconds(3500))
+        #expect(ticks.value == 3)
+        ticker = nil
+        #expect(gone.value, "the timer's closure kept its owner alive")
+        if invalidatesOnDeinit {
+            #expect(weakTimer == nil)
+            #expect(loop.statistics.pending == 0)
+        } else {
+            #expect(loop.statistics.pending == 1)
+            try loop.advance(by: .seconds(1))  // the next fire finds self gone
+            #expect(weakTimer == nil)
+            #expect(loop.statistics.pending == 0)
+        }
+        try loop.advance(by: .seconds(5))
+        #expect(ticks.value == 3)
+    }
+
+    @Test("fire() runs a one-shot timer now, after which it is invalid")
+    func fireOneShotByHand() throws {
+        let loop = try TimerLoop.manual()
+        let calls = Locked<[String]>([])
+        let timer = try loop.schedule(after: .seconds(5)) { timer, missed in
+            calls.withLock {
+                $0.append("missed \(missed) at \(loop.now()) valid \(timer.isValid) "
+                    + "date \(String(describing: timer.fireDate))")
+            }
+        }
+        try loop.advance(by: .seconds(1))
+        timer.fire()
+        // Inside its action the timer is already out of the loop.
+        #expect(calls.value == ["missed 0 at 1.0 seconds valid true date nil"])
+        #expect(!timer.isValid)
+        #expect(timer.fireDate == nil)
+        #expect(loop.statistics.pending == 0)
+        #expect(loop.statistics.fired == 1)
+        timer.fire()
+        try loop.advance(by: .seconds(10))
+        #expect(calls.value.count == 1)
+        #expect(throws: TimerError.invalidated) { try loop.add(timer) }
+    }
+
+    @Test("fire() runs a repeating timer now and keeps its schedule")
+    func fireRepeatingByHand() throws {
+        let loop = try TimerLoop.manual()
+        let calls = Locked<[String]>([])
+        let timer = try loop.schedule(after: .seconds(2), repeating: .seconds(2)) { _, missed in
+            calls.withLock { $0.append("\(missed)@\(loop.now())") }
+        }
+        try loop.advance(by: .seconds(1))
+        timer.fire()
+        timer.fire()
+        #expect(calls.value == ["0@1.0 seconds", "0@1.0 seconds"])
+        #expect(timer.isValid)
+        #expect(timer.fireDate == .seconds(2))
+        #expect(loop.statistics.pending == 1)
+        try loop.advance(by: .seconds(3))
+        #expect(calls.value == ["0@1.0 seconds", "0@1.0 seconds", "0@2.0 seconds", "0@4.0 seconds"])
+        timer.invalidate()
+        timer.fire()
+        #expect(calls.value.count == 4)
+    }
+
+    @Test("fire() on a timer not added to any loop runs its action")
+    func fireUnscheduled() throws {
+        let loop = try TimerLoop.manual()
+        let calls = Locked(0)
+        let oneShot = try LoopTimer(after: .seconds(1)) { _, _ in calls.withLock { $0 += 1 } }
+        oneShot.fire()
+        #expect(calls.value == 1)
+        #expect(!oneShot.isValid)
+        #expect(throws: TimerError.invalidated) { try loop.add(oneShot) }
+
+        let repeating = try LoopTimer(after: .seconds(1), repeating: .seconds(1)) { _, _ in
+            calls.withLock { $0 += 1 }
+        }
+        repeating.fire()
+        #expect(calls.value == 2)
+        #expect(repeating.isValid)
+        try loop.add(repeating)
+        try loop.advance(by: .seconds(2))
+        #expect(calls.value == 4)
+        repeating.invalidate()
+    }
+
+    @Test("a timer fires its delay after being added, not after being created")
+    func neverFiresAtCreationOnManualLoop() throws {
+        let loop = try TimerLoop.manual()
+        let fired = Locked<[Duration]>([])
+        let timer = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _, _ in
+            fired.withLock { $0.append(loop.now()) }
+        }
+        #expect(timer.fireDate == nil)
+        try loop.advance(by: .milliseconds(100))
+        #expect(fired.value.isEmpty)
+        try loop.add(timer)
+        #expect(timer.fireDate == .milliseconds(105))
+        #expect(fired.value.isEmpty)
+        try loop.advance(by: .milliseconds(4))
+        #expect(fired.value.isEmpty)
+        try loop.advance(by: .milliseconds(6))
+        #expect(fired.value == [.milliseconds(105), .milliseconds(110)])
+        timer.invalidate()
+
+        // Zero and negative delays fire on the next advance, never inside schedule.
+        let immediate = Locked(0)
+        try loop.schedule(after: .zero) { _, _ in immediate.withLock { $0 += 1 } }
+        try loop.schedule(after: .seconds(-3)) { _, _ in immediate.withLock { $0 += 1 } }
+        #expect(immediate.value == 0)
+        #expect(try loop.advance(by: .zero) == 2)
+        #expect(immediate.value == 2)
+    }
+
+    @Test("on a real loop a 5 ms timer never fires before 5 ms, nor at creation")
+    func neverFiresEarlyOnRealLoop() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let delay = Duration.milliseconds(5)
+        let fires = Locked<[String: [Duration]]>([:])
+        func record(_ name: String) -> LoopTimer.Action {
+            { _, _ in fires.withLock { $0[name, default: []].append(loop.now()) } }
+        }
+
+        // Created, then added 20 ms later: the delay counts from the add.
+        let late = try LoopTimer(after: delay, record("late"))
+        sleepThread(.milliseconds(20))
+        let lateAdded = loop.now()
+        try loop.add(late)
+
+        var starts: [String: Duration] = ["late": lateAdded]
+        for round in 0..<20 {
+            starts["once\(round)"] = loop.now()
+            try loop.schedule(after: delay, record("once\(round)"))
+        }
+        starts["repeat"] = loop.now()
+        let repeating = try loop.schedule(after: delay, repeating: delay, record("repeat"))
+
+        let allFired = waitUntil {
+            fires.withLock { fires in
+                starts.keys.allSatisfy { fires[$0] != nil } && fires["repeat"]!.count >= 3
+            }
+        }
+        repeating.invalidate()
+        #expect(allFired, "not every timer fired within 30 s")
+        for (name, times) in fires.value {
+            let start = starts[name]!
+            for (index, time) in times.enumerated() {
+                let earliest = start + delay * (index + 1)
+                #expect(time >= earliest, "\(name) fire \(index) at \(time - start) after adding")
+            }
+        }
+    }
+
+    @Test("on a real loop timers with tolerance never fire before their fire date")
+    func toleranceNeverEarlyOnRealLoop() throws {
+        let seed = testSeed()
+        var rng = SeededGenerator(seed: seed)
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let count = 200
+        let fires = Locked([[(time: Duration, missed: UInt64)]](repeating: [], count: count))
+        var earliest: [Duration] = []
+        var intervals: [Duration?] = []
+        var timers: [LoopTimer] = []
+        for n in 0..<count {
+            let delay = Duration.microseconds(rng.within(0...30_000))
+            let tolerance = rng.chance(20) ? .zero : Duration.microseconds(rng.within(0...10_000))
+            let interval = rng.chance(25) ? Duration.microseconds(rng.within(2_000...10_000)) : nil
+            intervals.append(interval)
+            earliest.append(loop.now() + delay)
+            timers.append(try loop.schedule(
+                after: delay, repeating: interval, tolerance: tolerance, in: [.common]
+            ) { _, missed in
+                fires.withLock { $0[n].append((loop.now(), missed)) }
+            })
+        }
+        let allFired = waitUntil {
+            fires.withLock { fires in
+                fires.indices.allSatisfy { fires[$0].count >= (intervals[$0] == nil ? 1 : 3) }
+            }
+        }
+        for timer in timers { timer.invalidate() }
+        #expect(allFired, "not every timer fired within 30 s (seed \(seed))")
+        for (n, times) in fires.value.enumerated() {
+            if intervals[n] == nil { #expect(times.count == 1, "one-shot \(n) fired \(times.count) times") }
+            // The k-th grid point is first + k * interval; a fire that skipped
+            // `missed` points comes no earlier than the grid point it stands for.
+            var point: Int64 = 0
+            for (time, missed) in times {
+                point += Int64(missed)
+                let due = earliest[n] + (intervals[n] ?? .zero) * point
+                #expect(time >= due, "timer \(n) fired \(due - time) early (seed \(seed))")
+                point += 1
+            }
+        }
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("setTolerance and setInterval keep the fire date; setInterval moves the grid after it")
+    func settersKeepFireDate() throws {
+        let loop = try TimerLoop.manual()
+        let times = Locked<[Duration]>([])
+        let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in
+            times.withLock { $0.append(loop.now()) }
+        }
+        try loop.advance(by: .milliseconds(1500))
+        #expect(timer.fireDate == .seconds(2))
+        try timer.setTolerance(.milliseconds(300))
+        #expect(timer.tolerance == .milliseconds(300))
+        #expect(timer.fireDate == .seconds(2))
+        try timer.setInterval(.seconds(3))
+        #expect(timer.interval == .seconds(3))
+        #expect(timer.fireDate == .seconds(2))
+        try loop.advance(by: .milliseconds(4000))  // to 5.5 s
+        // Fires at fire date + tolerance (alone, nothing to share a wake-up with).
+        #expect(times.value == [.seconds(1), .milliseconds(2300), .milliseconds(5300)])
+        #expect(timer.fireDate == .seconds(8))
+        timer.invalidate()
+    }
+
+    @Test("setFireDate moves the next fire; from a one-shot's own action it schedules it again")
+    func setFireDate() throws {
+        let loop = try TimerLoop.manual()
+        let times = Locked<[Duration]>([])
+        let rounds = Locked(0)
+        let oneShot = try loop.schedule(after: .seconds(1)) { timer, _ in
+            times.withLock { $0.append(loop.now()) }
+            let again = rounds.withLock { $0 += 1; return $0 < 3 }
+            if again { try? timer.setFireDate(loop.now() + .seconds(2)) }
+        }
+        try loop.advance(by: .seconds(20))
+        #expect(times.value == [.seconds(1), .seconds(3), .seconds(5)])
+        #expect(!oneShot.isValid)
+        #expect(loop.statistics.pending == 0)
+
+        let repeating = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in
+            times.withLock { $0.append(loop.now()) }
+        }
+        try repeating.setFireDate(.milliseconds(20_500))
+        #expect(repeating.fireDate == .milliseconds(20_500))
+        try loop.advance(by: .seconds(2))
+        #expect(times.value.suffix(2) == [.milliseconds(20_500), .milliseconds(21_500)])
+        repeating.invalidate()
+        #expect(throws: TimerError.invalidated) { try repeating.setFireDate(.seconds(30)) }
+    }
+
+    @Test("a repeating timer's tolerance is used up to half its interval")
+    func repeatingToleranceIsClamped() throws {
+        let loop = try TimerLoop.manual()
+        let times = Locked<[Duration]>([])
+        let timer = try loop.schedule(
+            after: .seconds(1), repeating: .seconds(1), tolerance: .seconds(10)
+        ) { _, missed in
+            #expect(missed == 0)
+            times.withLock { $0.append(loop.now()) }
+        }
+        #expect(timer.tolerance == .seconds(10))
+        try loop.advance(by: .seconds(3))
+        #expect(times.value == [.milliseconds(1500), .milliseconds(2500)])
+        timer.invalidate()
+    }
+
+    @Test("a repeating timer that falls behind fires once and reports the skipped fires")
+    func missedFires() throws {
+        let loop = try TimerLoop.manual()
+        let calls = Locked<[String]>([])
+        let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
+            calls.withLock { $0.append("\(missed)@\(loop.now())") }
+        }
+        try timer.setFireDate(.milliseconds(-3500))  // 3.5 s in the past: 3 whole periods
+        try loop.advance(by: .zero)
+        #expect(calls.value == ["3@0.0 seconds"])
+        #expect(timer.fireDate == .milliseconds(500))
+        timer.invalidate()
+    }
+}

@@ -1,0 +1,137 @@
+import Testing
+import TimerKit
+
+// ManualClock: a Clock for tests, moved by advance, resuming sleeps in
+// deadline order without any real waiting.
+
+@Suite("ManualClock")
+struct ManualClockTests {
+    @Test("a sleep resumes when the clock is advanced to its deadline")
+    func sleepResumes() async throws {
+        let clock = try ManualClock()
+        let task = Task { try await clock.sleep(for: .seconds(60)); return clock.now }
+        await clock.waitForSleepers(1)
+        #expect(clock.pendingSleeps == 1)
+        #expect(try clock.advance(by: .seconds(59)) == 0)
+        #expect(try clock.advance(by: .seconds(1)) == 1)
+        #expect(try await task.value >= ManualClock.Instant(offset: .seconds(60)))
+        #expect(clock.pendingSleeps == 0)
+        #expect(clock.loop.statistics.pending == 0)
+    }
+
+    @Test("sleeps resume in deadline order within one advance")
+    func deadlineOrder() async throws {
+        let clock = try ManualClock()
+        let deadlines: [Int64] = [5, 1, 4, 2, 3]
+        let tasks = deadlines.map { seconds in
+            Task { try await clock.sleep(until: .init(offset: .seconds(seconds))) }
+        }
+        await clock.waitForSleepers(deadlines.count)
+        // Probes half a second after each deadline record how many sleeps are left.
+        let left = Locked<[Int]>([])
+        for seconds in 1...5 {
+            try clock.loop.schedule(after: .milliseconds(seconds * 1000 + 500)) { _, _ in
+                left.withLock { $0.append(clock.pendingSleeps) }
+            }
+        }
+        #expect(try clock.advance(by: .seconds(10)) == 10)
+        #expect(left.value == [4, 3, 2, 1, 0])
+        for task in tasks { try await task.value }
+        #expect(clock.now == ManualClock.Instant(offset: .seconds(10)))
+    }
+
+    @Test("advancing step by step resumes exactly the sleeps that are due")
+    func stepByStep() async throws {
+        let clock = try ManualClock(start: .init(offset: .seconds(100)))
+        let tasks = (1...3).map { n in
+            Task { try await clock.sleep(for: .seconds(n)); return n }
+        }
+        await clock.waitForSleepers(3)
+        for n in 1...3 {
+            #expect(try clock.advance(to: .init(offset: .seconds(100 + Int64(n)))) == 1)
+            #expect(try await tasks[n - 1].value == n)
+            #expect(clock.pendingSleeps == 3 - n)
+        }
+        // Advancing to an instant that is not later does nothing.
+        #expect(try clock.advance(to: .init(offset: .seconds(50))) == 0)
+        #expect(clock.now == .init(offset: .seconds(103)))
+    }
+
+    @Test("sleeps with tolerance share one wake-up")
+    func toleranceSharesWakeups() async throws {
+        let clock = try ManualClock()
+        let first = Task { try await clock.sleep(for: .seconds(1), tolerance: .seconds(2)) }
+        let second = Task { try await clock.sleep(for: .seconds(2)) }
+        await clock.waitForSleepers(2)
+        #expect(try clock.advance(by: .seconds(5)) == 2)
+        #expect(clock.loop.statistics.wakeups == 1)
+        try await first.value
+        try await second.value
+    }
+
+    @Test("waitForSleepers returns once enough tasks sleep, also when called first")
+    func waitForSleepers() async throws {
+        let clock = try ManualClock()
+        await clock.waitForSleepers(0)
+        let waiter = Task { await clock.waitForSleepers(3); return clock.pendingSleeps }
+        let sleepers = (0..<3).map { _ in Task { try await clock.sleep(for: .seconds(1)) } }
+        #expect(await waiter.value >= 3)
+        try clock.advance(by: .seconds(1))
+        for sleeper in sleepers { try await sleeper.value }
+        #expect(clock.pendingSleeps == 0)
+    }
+
+    @Test("advancing from a timer action on the clock's loop throws busy")
+    func advanceFromActionIsBusy() throws {
+        let clock = try ManualClock()
+        let result = Locked<TimerError?>(nil)
+        try clock.loop.schedule(after: .seconds(1)) { _, _ in
+            do throws(TimerError) {
+                try clock.advance(by: .seconds(1))
+            } catch {
+                result.withLock { $0 = error }
+            }
+        }
+        #expect(try clock.advance(by: .seconds(1)) == 1)
+        #expect(result.value == .busy)
+        #expect(clock.now == .init(offset: .seconds(1)))
+        #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_advance"))) {
+            try clock.advance(by: .seconds(-1))
+        }
+    }
+
+    @Test("a cancelled sleep throws CancellationError and is no longer counted")
+    func cancelledSleep() async throws {
+        let clock = try ManualClock()
+        let task = Task { try await clock.sleep(for: .seconds(10)) }
+        await clock.waitForSleepers(1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.pendingSleeps == 0)
+        #expect(clock.loop.statistics.pending == 0)
+        #expect(try clock.advance(by: .seconds(20)) == 0)
+    }
+
+    @Test("a sleep in an already cancelled task throws at once and is never counted")
+    func sleepInCancelledTask() async throws {
+        let clock = try ManualClock()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await clock.sleep(for: .seconds(10))
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.loop.statistics.pending == 0)
+        #expect(clock.pendingSleeps == 0, "pendingSleeps counts a sleep that never waited")
+    }
+
+    @Test("works through the Clock protocol, e.g. Task.sleep(for:clock:)")
+    func clockProtocol() async throws {
+        let clock = try ManualClock()
+        #expect(clock.minimumResolution == .nanoseconds(1))
+        let task = Task { try await Task.sleep(for: .milliseconds(1500), clock: clock) }
+        await clock.waitForSleepers(1)
+        try clock.advance(by: .seconds(2))
+        try await task.value
+        #expect(clock.now.offset == .seconds(2))
+    }
+}

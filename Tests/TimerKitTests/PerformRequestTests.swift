@@ -1,0 +1,150 @@
+import Testing
+import TimerKit
+
+// Delayed performs: TimerLoop.perform(after:in:target:_:) and perform(after:in:_:),
+// cancellation by token and by target, weak targets.
+
+@Suite("PerformRequest")
+struct PerformRequestTests {
+    @Test("a perform runs once after its delay, with its target")
+    func runsAfterDelay() throws {
+        let loop = try TimerLoop.manual()
+        let owner = Watched()
+        let ran = Locked<[String]>([])
+        let first = try loop.perform(after: .seconds(1), target: owner) { target in
+            ran.withLock { $0.append("first@\(loop.now()) \(target === owner)") }
+        }
+        let second = try loop.perform(after: .seconds(2), target: owner) { _ in
+            ran.withLock { $0.append("second@\(loop.now())") }
+        }
+        #expect(loop.pendingPerformRequests(target: owner) == 2)
+        #expect(first.isPending && second.isPending)
+        try loop.advance(by: .seconds(1))
+        #expect(ran.value == ["first@1.0 seconds true"])
+        #expect(!first.isPending)
+        #expect(loop.pendingPerformRequests(target: owner) == 1)
+        try loop.advance(by: .seconds(5))
+        #expect(ran.value == ["first@1.0 seconds true", "second@2.0 seconds"])
+        #expect(loop.pendingPerformRequests(target: owner) == 0)
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("cancel() by token stops one request, and is idempotent")
+    func cancelByToken() throws {
+        let loop = try TimerLoop.manual()
+        let owner = Watched()
+        let ran = Locked<[String]>([])
+        let hint = try loop.perform(after: .seconds(2), target: owner) { _ in
+            ran.withLock { $0.append("hint") }
+        }
+        try loop.perform(after: .seconds(2), target: owner) { _ in ran.withLock { $0.append("other") } }
+        let plain = try loop.perform(after: .seconds(2)) { ran.withLock { $0.append("plain") } }
+        try loop.advance(by: .seconds(1))
+        hint.cancel()
+        hint.cancel()
+        plain.cancel()
+        #expect(!hint.isPending)
+        #expect(!plain.isPending)
+        #expect(loop.pendingPerformRequests(target: owner) == 1)
+        #expect(loop.statistics.pending == 1)
+        try loop.advance(by: .seconds(5))
+        #expect(ran.value == ["other"])
+        // Cancelling a request that already ran changes nothing.
+        hint.cancel()
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("cancelPerformRequests(target:) cancels every request of that target only")
+    func cancelByTarget() throws {
+        let loop = try TimerLoop.manual()
+        let owner = Watched()
+        let bystander = Watched()
+        let ran = Locked<[String]>([])
+        var requests: [PerformRequest] = []
+        for n in 0..<3 {
+            requests.append(try loop.perform(after: .seconds(n + 1), target: owner) { _ in
+                ran.withLock { $0.append("owner \(n)") }
+            })
+        }
+        try loop.perform(after: .seconds(2), target: bystander) { _ in
+            ran.withLock { $0.append("bystander") }
+        }
+        try loop.advance(by: .seconds(1))
+        #expect(ran.value == ["owner 0"])
+        #expect(loop.cancelPerformRequests(target: owner) == 2)
+        #expect(requests.map(\.isPending) == [false, false, false])
+        #expect(loop.pendingPerformRequests(target: owner) == 0)
+        #expect(loop.pendingPerformRequests(target: bystander) == 1)
+        #expect(loop.cancelPerformRequests(target: owner) == 0)
+        try loop.advance(by: .seconds(5))
+        #expect(ran.value == ["owner 0", "bystander"])
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a pending request does not keep its target alive, and does nothing once it is gone")
+    func deadTargetDoesNothing() throws {
+        let loop = try TimerLoop.manual()
+        let gone = Locked(false)
+        let ran = Locked(0)
+        var owner: Watched? = Watched { gone.withLock { $0 = true } }
+        let request = try loop.perform(after: .seconds(1), target: owner!) { _ in
+            ran.withLock { $0 += 1 }
+        }
+        owner = nil
+        #expect(gone.value, "the request kept its target alive")
+        #expect(request.isPending)
+        try loop.advance(by: .seconds(2))
+        #expect(ran.value == 0)
+        #expect(!request.isPending)
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a request fires only in the modes it was made for")
+    func modes() throws {
+        let loop = try TimerLoop.manual()
+        let owner = Watched()
+        let ran = Locked<[String]>([])
+        try loop.perform(after: .seconds(1), in: [.tracking], target: owner) { _ in
+            ran.withLock { $0.append("tracking@\(loop.now())") }
+        }
+        try loop.perform(after: .seconds(1), in: [.common]) {
+            ran.withLock { $0.append("common@\(loop.now())") }
+        }
+        try loop.advance(by: .seconds(2), mode: .default)
+        #expect(ran.value == ["common@1.0 seconds"])
+        try loop.advance(by: .zero, mode: .tracking)
+        #expect(ran.value == ["common@1.0 seconds", "tracking@2.0 seconds"])
+    }
+
+    @Test("requests of a dead target are not counted for a new object at the same address")
+    func deadTargetIsNotConfusedWithNewObject() throws {
+        let loop = try TimerLoop.manual()
+        // A new object usually takes the address of one just freed; try until it does.
+        for _ in 0..<100 {
+            var dead: Watched? = Watched()
+            let deadIdentifier = ObjectIdentifier(dead!)
+            try loop.perform(after: .seconds(1), target: dead!) { _ in }
+            dead = nil
+            let newcomer = Watched()
+            if ObjectIdentifier(newcomer) == deadIdentifier {
+                #expect(loop.pendingPerformRequests(target: newcomer) == 0,
+                        "a request made for a dead object is counted for a new one")
+                #expect(loop.cancelPerformRequests(target: newcomer) == 0)
+                return
+            }
+            try loop.advance(by: .seconds(1))
+        }
+    }
+
+    @Test("requests are equal only to themselves")
+    func identity() throws {
+        let loop = try TimerLoop.manual()
+        let a = try loop.perform(after: .seconds(1)) {}
+        let b = try loop.perform(after: .seconds(1)) {}
+        #expect(a == a)
+        #expect(a != b)
+        #expect(Set([a, b, a]).count == 2)
+        a.cancel()
+        b.cancel()
+    }
+}

@@ -1,0 +1,295 @@
+import Testing
+import TimerKit
+
+// Every TimerError the API documents, and that a refused call changes nothing:
+// timers already scheduled stay scheduled, with the same fire dates.
+
+/// Timers scheduled before a refused call, to check that the call left them alone.
+private struct Bystanders {
+    let loop: TimerLoop
+    let timers: [LoopTimer]
+    let fireDates: [Duration?]
+    let pending: UInt64
+    let start: Duration
+    let fired = Locked<[String]>([])
+
+    init(on loop: TimerLoop) throws {
+        self.loop = loop
+        start = loop.now()
+        let fired = fired
+        timers = [
+            try loop.schedule(after: .seconds(5)) { _, _ in fired.withLock { $0.append("one-shot") } },
+            try loop.schedule(after: .seconds(2), repeating: .seconds(2), tolerance: .milliseconds(10),
+                              in: [.common]) { _, _ in fired.withLock { $0.append("repeating") } },
+            try loop.schedule(after: .seconds(3), in: [.tracking]) { _, _ in
+                fired.withLock { $0.append("tracking") }
+            },
+        ]
+        fireDates = timers.map(\.fireDate)
+        pending = loop.statistics.pending
+    }
+
+    /// Checks that nothing changed.
+    func expectUntouched(after call: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(timers.map(\.fireDate) == fireDates, "after \(call)", sourceLocation: sourceLocation)
+        #expect(timers.allSatisfy { $0.isValid }, "after \(call)", sourceLocation: sourceLocation)
+        #expect(loop.statistics.pending == pending, "after \(call)", sourceLocation: sourceLocation)
+        #expect(fired.value.isEmpty, "after \(call)", sourceLocation: sourceLocation)
+    }
+
+    /// On a manual loop: checks that they still fire as scheduled.
+    func expectStillFire() throws {
+        try loop.advance(by: start + .milliseconds(5500) - loop.now())
+        #expect(fired.value == ["repeating", "repeating", "one-shot"])
+        try loop.advance(by: .zero, mode: .tracking)
+        #expect(fired.value == ["repeating", "repeating", "one-shot", "tracking"])
+        for timer in timers { timer.invalidate() }
+    }
+}
+
+@Suite("TimerError")
+struct TimerErrorTests {
+    @Test("invalidInterval: a repeating interval must be positive, and one-shots have none")
+    func invalidInterval() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        for interval in [Duration.zero, .nanoseconds(-1), .seconds(-5)] {
+            #expect(throws: TimerError.invalidInterval(interval)) {
+                try LoopTimer(after: .seconds(1), repeating: interval) { _, _ in }
+            }
+            #expect(throws: TimerError.invalidInterval(interval)) {
+                try LoopTimer(fireAt: .seconds(1), repeating: interval) { _, _ in }
+            }
+            #expect(throws: TimerError.invalidInterval(interval)) {
+                try loop.schedule(after: .seconds(1), repeating: interval) { _, _ in }
+            }
+            #expect(throws: TimerError.invalidInterval(interval)) {
+                try bystanders.timers[1].setInterval(interval)
+            }
+            bystanders.expectUntouched(after: "interval \(interval)")
+        }
+        #expect(throws: TimerError.invalidInterval(.seconds(1))) {
+            try bystanders.timers[0].setInterval(.seconds(1))
+        }
+        #expect(bystanders.timers[0].interval == nil)
+        #expect(bystanders.timers[1].interval == .seconds(2))
+        bystanders.expectUntouched(after: "setInterval on a one-shot")
+        try bystanders.expectStillFire()
+    }
+
+    @Test("negativeTolerance: a tolerance must not be negative")
+    func negativeTolerance() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        let tolerance = Duration.milliseconds(-1)
+        #expect(throws: TimerError.negativeTolerance(tolerance)) {
+            try LoopTimer(after: .seconds(1), tolerance: tolerance) { _, _ in }
+        }
+        #expect(throws: TimerError.negativeTolerance(tolerance)) {
+            try loop.schedule(after: .seconds(1), repeating: .seconds(1), tolerance: tolerance) { _, _ in }
+        }
+        for timer in bystanders.timers {
+            #expect(throws: TimerError.negativeTolerance(tolerance)) { try timer.setTolerance(tolerance) }
+        }
+        #expect(bystanders.timers[1].tolerance == .milliseconds(10))
+        bystanders.expectUntouched(after: "negative tolerances")
+        try bystanders.expectStillFire()
+    }
+
+    @Test("invalidated: an invalidated or finished timer cannot be scheduled or changed")
+    func invalidated() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        let unscheduled = try LoopTimer(after: .seconds(1), repeating: .seconds(1)) { _, _ in }
+        unscheduled.invalidate()
+        let cancelled = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in }
+        cancelled.invalidate()
+        let pending = loop.statistics.pending
+        for timer in [unscheduled, cancelled] {
+            #expect(throws: TimerError.invalidated) { try loop.add(timer) }
+            #expect(throws: TimerError.invalidated) { try loop.add(timer, in: [.tracking, .common]) }
+            #expect(throws: TimerError.invalidated) { try timer.setFireDate(.seconds(3)) }
+            #expect(throws: TimerError.invalidated) { try timer.setTolerance(.seconds(1)) }
+            #expect(throws: TimerError.invalidated) { try timer.setInterval(.seconds(1)) }
+            #expect(!timer.isValid)
+            #expect(timer.fireDate == nil)
+        }
+        #expect(loop.statistics.pending == pending)
+        bystanders.expectUntouched(after: "calls on invalidated timers")
+
+        let other = try TimerLoop.manual()
+        let oneShot = try other.schedule(after: .seconds(1)) { _, _ in }
+        try other.advance(by: .seconds(1))
+        #expect(throws: TimerError.invalidated) { try other.add(oneShot) }
+        #expect(throws: TimerError.invalidated) { try oneShot.setFireDate(.seconds(9)) }
+        #expect(other.statistics.pending == 0)
+        try bystanders.expectStillFire()
+    }
+
+    @Test("scheduledOnAnotherLoop: a timer belongs to one loop")
+    func scheduledOnAnotherLoop() throws {
+        let loop = try TimerLoop.manual()
+        let other = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        for timer in bystanders.timers {
+            #expect(throws: TimerError.scheduledOnAnotherLoop) { try other.add(timer) }
+            #expect(throws: TimerError.scheduledOnAnotherLoop) { try other.add(timer, forMode: .tracking) }
+        }
+        #expect(other.statistics.pending == 0)
+        bystanders.expectUntouched(after: "adding to another loop")
+        // Nothing was added on the other loop either.
+        try other.advance(by: .seconds(10), mode: .tracking)
+        try other.advance(by: .seconds(10))
+        #expect(other.statistics.fired == 0)
+        try bystanders.expectStillFire()
+    }
+
+    @Test("busy: running a loop another thread runs")
+    func busyFromTwoThreads() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let running = Locked(false)
+        try loop.schedule(after: .zero) { _, _ in running.withLock { $0 = true } }
+        #expect(waitUntil { running.value })
+        // The loop's thread is inside run now, and stays there until stop().
+        let bystander = try loop.schedule(after: .seconds(3600)) { _, _ in }
+        let fireDate = bystander.fireDate
+        #expect(throws: TimerError.busy) { try loop.runOnce(waiting: false) }
+        #expect(throws: TimerError.busy) {
+            try loop.run(mode: .tracking, until: MonotonicClock().now + .milliseconds(1))
+        }
+        #expect(bystander.isValid)
+        #expect(bystander.fireDate == fireDate)
+        // Scheduling from another thread is not refused.
+        let fired = Locked(false)
+        try loop.schedule(after: .milliseconds(1)) { _, _ in fired.withLock { $0 = true } }
+        #expect(waitUntil { fired.value })
+        bystander.invalidate()
+    }
+
+    @Test("busy: advancing a manual loop from inside one of its actions")
+    func busyFromAction() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        let results = Locked<[String]>([])
+        let probe: LoopTimer.Action = { _, _ in
+            do throws(TimerError) {
+                try loop.advance(by: .seconds(1))
+                results.withLock { $0.append("advanced") }
+            } catch {
+                results.withLock { $0.append("\(error == .busy ? "busy" : "\(error)")@\(loop.now())") }
+            }
+        }
+        try loop.schedule(after: .seconds(1), probe)
+        // Also from an action run by fire().
+        let byHand = try loop.schedule(after: .seconds(100), repeating: .seconds(100), probe)
+        byHand.fire()
+        #expect(results.value == ["busy@0.0 seconds"])
+        #expect(try loop.advance(by: .seconds(1)) == 1)
+        #expect(results.value == ["busy@0.0 seconds", "busy@1.0 seconds"])
+        #expect(loop.now() == .seconds(1))
+        byHand.invalidate()
+        try bystanders.expectStillFire()
+    }
+
+    @Test("tooManyModes: a loop tells apart 32 modes")
+    func tooManyModes() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        // .default and .tracking are two; thirty more fit.
+        let modes = (0..<30).map { LoopMode("mode \($0)") }
+        for (index, mode) in modes.enumerated() {
+            if index % 2 == 0 {
+                try loop.advance(by: .zero, mode: mode)
+            } else {
+                try loop.addCommonMode(mode)
+            }
+        }
+        let extra = LoopMode("one too many")
+        let unscheduled = try LoopTimer(after: .seconds(1)) { _, _ in }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.advance(by: .zero, mode: extra) }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.addCommonMode(extra) }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.runOnce(mode: extra, waiting: false) }
+        #expect(throws: TimerError.tooManyModes(extra)) {
+            try loop.schedule(after: .seconds(1), in: [.default, extra]) { _, _ in }
+        }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.add(unscheduled, forMode: extra) }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.add(bystanders.timers[0], forMode: extra) }
+        #expect(unscheduled.isValid)
+        #expect(unscheduled.fireDate == nil)
+        #expect(loop.now() == .zero)
+        bystanders.expectUntouched(after: "a 33rd mode")
+        // The 32 known modes still work, and so does the refused timer.
+        try loop.advance(by: .zero, mode: modes[29])
+        try loop.add(unscheduled, forMode: modes[29])
+        #expect(unscheduled.fireDate == .seconds(1))
+        unscheduled.invalidate()
+        try bystanders.expectStillFire()
+    }
+
+    @Test("notARunMode: a loop cannot run in .common")
+    func notARunMode() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        #expect(throws: TimerError.notARunMode(.common)) { try loop.advance(by: .seconds(9), mode: .common) }
+        #expect(throws: TimerError.notARunMode(.common)) { try loop.run(mode: .common) }
+        #expect(throws: TimerError.notARunMode(.common)) { try loop.runOnce(mode: .common, waiting: false) }
+        #expect(throws: TimerError.notARunMode(.common)) { try loop.addCommonMode(.common) }
+        #expect(loop.now() == .zero)
+        bystanders.expectUntouched(after: "running .common")
+        try bystanders.expectStillFire()
+
+        let real = try TimerLoop()
+        #expect(throws: TimerError.notARunMode(.common)) {
+            try real.run(mode: .common, until: MonotonicClock().now + .milliseconds(1))
+        }
+    }
+
+    @Test("notManual: only a manual loop's time can be moved")
+    func notManual() throws {
+        let loop = try TimerLoop()
+        #expect(!loop.isManual)
+        let timer = try loop.schedule(after: .seconds(3600)) { _, _ in }
+        let fireDate = timer.fireDate
+        #expect(throws: TimerError.notManual) { try loop.advance(by: .seconds(1)) }
+        for clock in CoreClock.allCases {
+            #expect(throws: TimerError.notManual) { try loop.setManualTime(clock, to: .seconds(1)) }
+        }
+        #expect(timer.fireDate == fireDate)
+        #expect(loop.statistics.pending == 1)
+        #expect(try TimerLoop.manual().isManual)
+        timer.invalidate()
+    }
+
+    @Test("core: a negative advance and a manual clock moved backwards are EINVAL")
+    func coreErrors() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(10))
+        let bystanders = try Bystanders(on: loop)
+        #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_advance"))) {
+            try loop.advance(by: .nanoseconds(-1))
+        }
+        for clock in [CoreClock.monotonic, .boot] {
+            #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_set_manual_time"))) {
+                try loop.setManualTime(clock, to: .seconds(9))
+            }
+        }
+        #expect(loop.now() == .seconds(10))
+        bystanders.expectUntouched(after: "EINVAL")
+        try bystanders.expectStillFire()
+    }
+
+    @Test("every error says what went wrong")
+    func descriptions() {
+        let errors: [TimerError] = [
+            .invalidInterval(.seconds(-2)), .negativeTolerance(.milliseconds(-3)), .invalidated,
+            .scheduledOnAnotherLoop, .busy, .tooManyModes("modal"), .notARunMode(.common), .notManual,
+            .core(CoreError(code: 12, function: "tk_loop_schedule")),
+        ]
+        let descriptions = errors.map(\.description)
+        #expect(Set(descriptions).count == errors.count)
+        #expect(descriptions[0].contains("-2.0 seconds"))
+        #expect(descriptions[5].contains("modal"))
+        #expect(descriptions[6].contains("common"))
+        #expect(descriptions[8] == "tk_loop_schedule failed: errno 12")
+    }
+}

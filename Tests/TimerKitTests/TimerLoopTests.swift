@@ -1,0 +1,179 @@
+import Testing
+import TimerKit
+
+// TimerLoop itself: coalesced wake-ups, wall-clock steps, manual clocks,
+// running and stopping real loops, the current thread's loop.
+
+@Suite("TimerLoop")
+struct TimerLoopTests {
+    @Test("tolerance lets nearby timers share one wake-up (statistics.wakeups)")
+    func coalescing() throws {
+        for (tolerance, wakeups) in [(Duration.seconds(1), 1), (.zero, 10)] {
+            let loop = try TimerLoop.manual()
+            let times = Locked<[Duration]>([])
+            for n in 0..<10 {
+                try loop.schedule(after: .milliseconds(1000 + 100 * n), tolerance: tolerance) { _, _ in
+                    times.withLock { $0.append(loop.now()) }
+                }
+            }
+            #expect(try loop.advance(by: .seconds(3)) == 10)
+            #expect(loop.statistics.wakeups == UInt64(wakeups), "tolerance \(tolerance)")
+            #expect(loop.statistics.fired == 10)
+            if tolerance == .zero {
+                #expect(times.value == (0..<10).map { .milliseconds(1000 + 100 * $0) })
+            } else {
+                // The earliest (fire date + tolerance) is 2 s: all ten are due there.
+                #expect(times.value == Array(repeating: .seconds(2), count: 10))
+            }
+        }
+    }
+
+    @Test("a wall-clock step on a manual loop calls onWallClockChange before wall timers fire")
+    func wallClockStep() throws {
+        let loop = try TimerLoop.manual()
+        let log = Locked<[String]>([])
+        try loop.onWallClockChange { log.withLock { $0.append("step") } }
+        let wallTimer = try LoopTimer(fireAt: .seconds(500), clock: .wall) { _, _ in
+            log.withLock { $0.append("wall timer at wall \(loop.now(.wall))") }
+        }
+        try loop.add(wallTimer)
+        try loop.schedule(after: .seconds(500)) { _, _ in log.withLock { $0.append("monotonic") } }
+
+        try loop.setManualTime(.wall, to: .seconds(1000))
+        #expect(log.value.isEmpty, "the step is reported by the next advance")
+        #expect(try loop.advance(by: .zero) == 1)
+        #expect(log.value == ["step", "wall timer at wall 1000.0 seconds"])
+        #expect(loop.statistics.clockChanges == 1)
+        #expect(loop.now(.monotonic) == .zero)
+
+        // Setting the same time is no step; stepping back is.
+        try loop.setManualTime(.wall, to: .seconds(1000))
+        try loop.advance(by: .zero)
+        #expect(loop.statistics.clockChanges == 1)
+        // Stepping back: a wall timer is re-evaluated against the new time.
+        let later = try LoopTimer(fireAt: .seconds(1500), clock: .wall) { _, _ in
+            log.withLock { $0.append("later at wall \(loop.now(.wall))") }
+        }
+        try loop.add(later)
+        try loop.setManualTime(.wall, to: .seconds(100))
+        #expect(try loop.advance(by: .zero) == 0)
+        #expect(loop.statistics.clockChanges == 2)
+        #expect(later.fireDate == .seconds(1500))
+        try loop.advance(by: .seconds(1400))
+        #expect(log.value == [
+            "step", "wall timer at wall 1000.0 seconds", "step", "monotonic",
+            "later at wall 1500.0 seconds",
+        ])
+
+        // Without a handler a step is still counted, and nothing is called.
+        try loop.onWallClockChange(nil)
+        try loop.setManualTime(.wall, to: .seconds(7))
+        try loop.advance(by: .zero)
+        #expect(loop.statistics.clockChanges == 3)
+        #expect(log.value.filter { $0 == "step" }.count == 2)
+    }
+
+    @Test("a manual loop's clocks move together; moving the boot clock alone models a suspend")
+    func manualClocks() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(100))
+        for clock in CoreClock.allCases { #expect(loop.now(clock) == .seconds(100)) }
+        try loop.advance(by: .seconds(5))
+        for clock in CoreClock.allCases { #expect(loop.now(clock) == .seconds(105)) }
+
+        let fired = Locked<[CoreClock]>([])
+        for clock in CoreClock.allCases {
+            try loop.schedule(after: .seconds(60), clock: clock) { _, _ in
+                fired.withLock { $0.append(clock) }
+            }
+        }
+        try loop.setManualTime(.boot, to: .seconds(1000))  // the system slept
+        #expect(try loop.advance(by: .zero) == 1)
+        #expect(fired.value == [.boot])
+        #expect(loop.now(.monotonic) == .seconds(105))
+        try loop.advance(by: .seconds(60))
+        #expect(Set(fired.value) == Set(CoreClock.allCases))
+        #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_set_manual_time"))) {
+            try loop.setManualTime(.monotonic, to: .seconds(1))
+        }
+    }
+
+    @Test("a real loop runs until stopped, from a timer or from another thread")
+    func runAndStop() throws {
+        let loop = try TimerLoop()
+        let fired = Locked(0)
+        try loop.schedule(after: .milliseconds(2)) { _, _ in
+            fired.withLock { $0 += 1 }
+            loop.stop()
+        }
+        #expect(try loop.run() == .stopped)
+        #expect(fired.value == 1)
+
+        // stop() before run: the next run returns at once.
+        loop.stop()
+        #expect(try loop.run() == .stopped)
+
+        #expect(try loop.runOnce(waiting: false) == .passed)
+        #expect(try loop.run(until: MonotonicClock().now + .milliseconds(5)) == .timedOut)
+
+        let stopper = try TimerLoop.startThread()
+        defer { stopper.stop() }
+        try stopper.schedule(after: .milliseconds(5)) { _, _ in loop.stop() }
+        #expect(try loop.run() == .stopped)
+    }
+
+    @Test("a loop on its own thread runs timers scheduled from other threads")
+    func startThread() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let fired = Locked(0)
+        for _ in 0..<10 {
+            try loop.schedule(after: .milliseconds(1)) { _, _ in fired.withLock { $0 += 1 } }
+        }
+        #expect(waitUntil { fired.value == 10 })
+        #expect(loop.statistics.pending == 0)
+        #expect(!loop.isManual)
+    }
+
+    @Test("run from a timer's action runs the loop nested, in another mode")
+    func nestedRun() throws {
+        let loop = try TimerLoop()
+        let log = Locked<[String]>([])
+        let ticker = try loop.schedule(
+            after: .milliseconds(1), repeating: .milliseconds(2), in: [.common]
+        ) { _, _ in log.withLock { $0.append("common") } }
+        let plain = try loop.schedule(after: .milliseconds(1), repeating: .milliseconds(2)) {
+            _, _ in log.withLock { $0.append("default") }
+        }
+        try loop.schedule(after: .zero) { _, _ in
+            log.withLock { $0.append("drag starts") }
+            let result = try? loop.run(mode: .tracking, until: MonotonicClock().now + .milliseconds(50))
+            log.withLock { $0.append("drag ends, timed out: \(result == .timedOut)") }
+            loop.stop()
+        }
+        #expect(try loop.run() == .stopped)
+        ticker.invalidate()
+        plain.invalidate()
+        let entries = log.value
+        let start = try #require(entries.firstIndex(of: "drag starts"))
+        let end = try #require(entries.firstIndex { $0.hasPrefix("drag ends") })
+        #expect(entries[end] == "drag ends, timed out: true")
+        let during = entries[(start + 1)..<end]
+        #expect(during.contains("common"))
+        #expect(!during.contains("default"))
+    }
+
+    @Test("current() is one loop per thread")
+    func currentLoop() throws {
+        let here = try TimerLoop.current()
+        #expect(try TimerLoop.current() === here)
+        let other = Locked<ObjectIdentifier?>(nil)
+        let thread = try TimerLoop.startThread()
+        try thread.schedule(after: .zero) { _, _ in
+            other.withLock { $0 = (try? TimerLoop.current()).map(ObjectIdentifier.init) }
+        }
+        #expect(waitUntil { other.value != nil })
+        thread.stop()
+        #expect(other.value == ObjectIdentifier(thread))
+        #expect(other.value != ObjectIdentifier(here))
+    }
+}

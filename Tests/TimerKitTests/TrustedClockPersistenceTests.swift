@@ -1,0 +1,289 @@
+import Glibc
+import Testing
+
+@testable import TimerKit
+
+/// Saving and restoring a TrustedClock: a restart of the process in the same
+/// boot, a reboot, and files that cannot be used.
+@Suite("TrustedClock persistence")
+struct TrustedClockPersistenceTests {
+    /// A synced clock on `readings`, with three samples and a wall clock an
+    /// hour behind.
+    func syncedClock(_ readings: ScriptedReadings) throws -> TrustedClock {
+        let clock = TrustedClock(readings: readings)
+        for outbound in [30, 4, 12] {
+            try clock.sync(
+                with: readings.exchange(
+                    outbound: .milliseconds(outbound), inbound: .milliseconds(outbound)))
+            readings.advance(by: .seconds(1))
+        }
+        return clock
+    }
+
+    @Test("a restart in the same boot: trusted time continues without a sync")
+    func restartSameBoot() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("trusted.state")
+        let readings = ScriptedReadings(wallError: .seconds(-3600))
+        let clock = try syncedClock(readings)
+        let before = clock.now
+        try clock.save(to: path)
+        #expect(directory.entries() == ["trusted.state"])  // no temporary file left
+
+        // The process is gone for ten minutes, during which the wall clock is
+        // set back another hour; a new process restores.
+        readings.advance(by: .seconds(300))
+        readings.stepWall(by: .seconds(-3600))
+        readings.suspend(for: .seconds(300))
+        let restarted = TrustedClock(readings: readings)
+        #expect(restarted.refreshReason == .neverSynced)
+        #expect(try restarted.restore(from: path) == .restored(samples: 3))
+        #expect(restarted.isSynced)
+        #expect(restarted.samples == clock.samples)
+        #expect(restarted.bestSample == clock.bestSample)
+        let now = restarted.now
+        #expect(now.sinceEpoch == readings.truth)
+        #expect(now.sinceEpoch - before.sinceEpoch == .seconds(600))
+        #expect(now.errorBound! > before.errorBound!)
+        #expect(now.source == .synced(since: clock.bestSample!.receivedAt))
+        // The hour-behind offset was accepted before the save; the extra hour
+        // is a change.
+        let change = try #require(restarted.checkWallClock())
+        #expect(change.change == .seconds(-3600))
+        #expect(change.offset == .seconds(-7200))
+    }
+
+    @Test("a reboot: the saved state is not trusted, and the clock asks for a sync")
+    func reboot() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("trusted.state")
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        try clock.save(to: path)
+        readings.reboot(downtime: .seconds(3600), bootID: "6f1f5b7e-0000-4000-8000-000000000002")
+        let afterReboot = TrustedClock(readings: readings)
+        #expect(try afterReboot.restore(from: path) == .fromAnotherBoot)
+        #expect(!afterReboot.isSynced)
+        #expect(afterReboot.samples.isEmpty)
+        #expect(afterReboot.now.source == .wallClockFallback)
+        #expect(afterReboot.refreshReason == .savedStateFromAnotherBoot)
+        #expect(afterReboot.needsSync)
+        // A sync ends it.
+        try afterReboot.sync(
+            with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        #expect(afterReboot.refreshReason == nil)
+        #expect(afterReboot.now.sinceEpoch == readings.truth)
+
+        // Without a boot id the state cannot be matched to this boot either.
+        let noID = ScriptedReadings(bootID: nil)
+        #expect(try TrustedClock(readings: noID).restore(from: path) == .fromAnotherBoot)
+    }
+
+    @Test("the state round-trips every field, including a pending wall-clock change")
+    func roundTrip() throws {
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        readings.stepWall(by: .seconds(-90))
+        let change = try #require(clock.checkWallClock())
+        let bytes = clock.encodedState()
+        #expect(bytes.count == 12 + 120 + 3 * 48 + 4)
+        let contents = try StateFile.decode(bytes)
+        #expect(contents.bootID == readings.bootID)
+        #expect(contents.samples == clock.samples)
+        #expect(contents.savedAtBoot == readings.boot)
+        #expect(contents.savedAtWall == readings.wall)
+        #expect(contents.acceptedOffset == .seconds(-90))
+        #expect(contents.pendingChange?.change == change.change)
+        #expect(contents.pendingChange?.offset == change.offset)
+        #expect(contents.pendingChange?.cause == .check)
+        #expect(StateFile.encode(contents) == bytes)
+
+        let restarted = TrustedClock(readings: readings)
+        #expect(try restarted.restore(encoded: bytes) == .restored(samples: 3))
+        guard case .wallClockChanged(let restoredChange) = restarted.refreshReason else {
+            Issue.record("the pending change was not restored: \(String(describing: restarted.refreshReason))")
+            return
+        }
+        #expect(restoredChange.change == .seconds(-90))
+        #expect(restarted.checkWallClock() == nil)  // already accepted
+    }
+
+    @Test("the CRC-32 is the standard one")
+    func crc() {
+        #expect(StateFile.crc32(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(StateFile.crc32([UInt8]()) == 0)
+    }
+
+    /// A clock whose restore must fail with `expected` and change nothing.
+    func expectRefused(
+        _ bytes: [UInt8], _ expected: TrustedTimeError, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("state")
+        trustedTestWrite(bytes, to: path)
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let sample = readings.exchange(outbound: .milliseconds(9), inbound: .milliseconds(9))
+        try clock.sync(with: sample)
+        let before = (clock.samples, clock.now, clock.refreshReason)
+        #expect(throws: expected, sourceLocation: sourceLocation) {
+            try clock.restore(from: path)
+        }
+        #expect(clock.samples == before.0, sourceLocation: sourceLocation)
+        #expect(clock.now.sinceEpoch == before.1.sinceEpoch, sourceLocation: sourceLocation)
+        #expect(clock.refreshReason == before.2, sourceLocation: sourceLocation)
+    }
+
+    /// A valid state's bytes, from the same boot id the refused-restore clock has.
+    func validBytes() throws -> [UInt8] {
+        try syncedClock(ScriptedReadings()).encodedState()
+    }
+
+    /// `bytes` with the checksum made right again.
+    func resealed(_ bytes: [UInt8]) -> [UInt8] {
+        var copy = Array(bytes.dropLast(4))
+        let crc = StateFile.crc32(copy)
+        for shift in stride(from: 0, to: 32, by: 8) { copy.append(UInt8((crc >> UInt32(shift)) & 0xFF)) }
+        return copy
+    }
+
+    @Test("truncated files, at every length")
+    func truncated() throws {
+        let bytes = try validBytes()
+        for length in [4, 5, 11, 12, 13, 100, bytes.count - 49, bytes.count - 1] {
+            try expectRefused(Array(bytes.prefix(length)), .stateFileTruncated)
+        }
+        // Shorter than the magic but a prefix of it.
+        try expectRefused([], .stateFileTruncated)
+        try expectRefused(Array("TK".utf8), .stateFileTruncated)
+    }
+
+    @Test("foreign files")
+    func foreign() throws {
+        try expectRefused(Array("{\"offset\": 3}\n".utf8), .notAStateFile)
+        try expectRefused(Array("TKTX".utf8) + [UInt8](repeating: 0, count: 200), .notAStateFile)
+        try expectRefused([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0], .notAStateFile)  // an ELF header
+        try expectRefused(Array("X".utf8), .notAStateFile)
+    }
+
+    @Test("a newer format version")
+    func newerVersion() throws {
+        var bytes = try validBytes()
+        bytes[4] = 2
+        try expectRefused(resealed(bytes), .stateFileFromNewerVersion(2))
+        // Even with a different layout after the header.
+        var other = Array(bytes.prefix(12))
+        other[4] = 0x34
+        other[5] = 0x12
+        try expectRefused(other + [1, 2, 3], .stateFileFromNewerVersion(0x1234))
+    }
+
+    @Test("corrupt files: flipped bits, trailing bytes, impossible values")
+    func corrupt() throws {
+        let bytes = try validBytes()
+        var seed = trustedTestSeed()
+        // Any single flipped bit past the magic and version is caught (by the
+        // checksum, or sooner by a length or reserved-field check).
+        for _ in 0..<200 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let index = 6 + Int((seed >> 33) % UInt64(bytes.count - 6))
+            var flipped = bytes
+            flipped[index] ^= UInt8(1 << ((seed >> 20) % 8))
+            let directory = TrustedTestDirectory()
+            defer { directory.remove() }
+            trustedTestWrite(flipped, to: directory.file("state"))
+            let clock = TrustedClock(readings: ScriptedReadings())
+            do {
+                try clock.restore(from: directory.file("state"))
+                Issue.record("a flipped bit at \(index) went unnoticed (seed \(seed))")
+            } catch {
+                switch error {
+                case .stateFileCorrupt, .stateFileTruncated: break
+                default: Issue.record("flipped bit at \(index): \(error) (seed \(seed))")
+                }
+            }
+            #expect(!clock.isSynced)
+        }
+        try expectRefused(bytes + [0], .stateFileCorrupt("1 bytes after the checksum"))
+        var badCRC = bytes
+        badCRC[badCRC.count - 1] ^= 0xFF
+        try expectRefused(badCRC, .stateFileCorrupt("checksum mismatch"))
+        // Version 0.
+        var zero = bytes
+        zero[4] = 0
+        try expectRefused(resealed(zero), .stateFileCorrupt("format version 0"))
+        // A sample received before it was sent (sent at := received + 1 s).
+        var contents = try StateFile.decode(bytes)
+        contents.samples[1].sentAt = contents.samples[1].receivedAt + .seconds(1)
+        try expectRefused(
+            StateFile.encode(contents), .stateFileCorrupt("a sample received before it was sent"))
+        // Saved "later" than this clock's boot clock reads.
+        contents = try StateFile.decode(bytes)
+        contents.savedAtBoot = contents.savedAtBoot + .seconds(86_400)
+        try expectRefused(
+            StateFile.encode(contents),
+            .stateFileCorrupt("saved later than the boot clock's current reading"))
+    }
+
+    @Test("a missing file, and a directory that does not exist")
+    func missing() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let clock = TrustedClock(readings: ScriptedReadings())
+        #expect(throws: TrustedTimeError.stateFileNotFound(directory.file("none"))) {
+            try clock.restore(from: directory.file("none"))
+        }
+        #expect(throws: TrustedTimeError.system(CoreError(code: ENOENT, function: "open"))) {
+            try clock.save(to: directory.file("no/such/dir/state"))
+        }
+        #expect(directory.entries().isEmpty)
+    }
+
+    @Test("saving replaces the old file atomically")
+    func overwrite() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("state")
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        try clock.save(to: path)
+        let first = trustedTestRead(path)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2)))
+        try clock.save(to: path)
+        let second = try #require(trustedTestRead(path))
+        #expect(first != second)
+        #expect(second == clock.encodedState())
+        #expect(directory.entries() == ["state"])
+        #expect(try StateFile.decode(second).samples.count == 4)
+    }
+
+    @Test("the real machine: save, restore in a new clock, same boot id")
+    func realClocks() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("state")
+        let clock = TrustedClock()
+        let sent = BootClock().now
+        let received = BootClock().now
+        try clock.sync(
+            with: TimeSample(serverTime: .seconds(2_000_000_000), sentAt: sent, receivedAt: received))
+        try clock.save(to: path)
+        let restarted = TrustedClock()
+        #expect(try restarted.restore(from: path) == .restored(samples: 1))
+        let a = clock.now
+        let b = restarted.now
+        let c = clock.now
+        #expect(a.sinceEpoch <= b.sinceEpoch && b.sinceEpoch <= c.sinceEpoch)
+    }
+}
+
+/// The seed of a randomized test here: `TK_SEED` if set, else the clock.
+func trustedTestSeed() -> UInt64 {
+    if let text = getenv("TK_SEED"), let seed = UInt64(String(cString: text)) { return seed }
+    var time = timespec()
+    clock_gettime(CLOCK_REALTIME, &time)
+    return UInt64(time.tv_sec) &* 1_000_000_007 &+ UInt64(time.tv_nsec)
+}

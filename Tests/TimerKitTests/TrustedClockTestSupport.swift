@@ -1,0 +1,183 @@
+import Glibc
+import Synchronization
+import TimerKit
+
+/// Clock readings a test moves by hand. Besides the boot, monotonic and wall
+/// clocks it keeps the true time (what a server would say): it advances with
+/// the boot clock, and the wall clock is the true time plus whatever the
+/// "user" did to it.
+final class ScriptedReadings: ClockReadings, Sendable {
+    struct Clocks {
+        var boot: Duration
+        var monotonic: Duration
+        var wall: Duration
+        var truth: Duration
+        var bootID: String?
+        var sleeps: [Duration] = []
+        var duringSleep: (@Sendable () -> Void)?
+    }
+
+    let clocks: Mutex<Clocks>
+
+    /// 2026-01-01 00:00:00 UTC.
+    static let newYear2026 = Duration.seconds(1_767_225_600)
+
+    init(
+        boot: Duration = .seconds(1_000), monotonic: Duration = .seconds(900),
+        truth: Duration = ScriptedReadings.newYear2026, wallError: Duration = .zero,
+        bootID: String? = "6f1f5b7e-0000-4000-8000-000000000001"
+    ) {
+        clocks = Mutex(
+            Clocks(
+                boot: boot, monotonic: monotonic, wall: truth + wallError, truth: truth,
+                bootID: bootID))
+    }
+
+    var boot: BootClock.Instant { BootClock.Instant(offset: clocks.withLock { $0.boot }) }
+    var monotonic: MonotonicClock.Instant {
+        MonotonicClock.Instant(offset: clocks.withLock { $0.monotonic })
+    }
+    var wall: Duration { clocks.withLock { $0.wall } }
+    var bootID: String? { clocks.withLock { $0.bootID } }
+    var truth: Duration { clocks.withLock { $0.truth } }
+    var sleeps: [Duration] { clocks.withLock { $0.sleeps } }
+
+    /// Time passes with the machine awake: every clock moves.
+    func advance(by duration: Duration) {
+        clocks.withLock { c in
+            c.boot += duration
+            c.monotonic += duration
+            c.wall += duration
+            c.truth += duration
+        }
+    }
+
+    /// The machine is suspended: the monotonic clock stops.
+    func suspend(for duration: Duration) {
+        clocks.withLock { c in
+            c.boot += duration
+            c.wall += duration
+            c.truth += duration
+        }
+    }
+
+    /// Someone sets the wall clock `duration` forward (negative: back).
+    func stepWall(by duration: Duration) {
+        clocks.withLock { $0.wall += duration }
+    }
+
+    /// The machine is off for `downtime` and boots again: a new boot id, and
+    /// the boot and monotonic clocks start near zero.
+    func reboot(downtime: Duration, bootID: String) {
+        clocks.withLock { c in
+            c.truth += downtime
+            c.wall += downtime
+            c.boot = .seconds(5)
+            c.monotonic = .seconds(5)
+            c.bootID = bootID
+        }
+    }
+
+    /// Runs `action` (once) in the middle of the next sleep.
+    func onNextSleep(_ action: @escaping @Sendable () -> Void) {
+        clocks.withLock { $0.duringSleep = action }
+    }
+
+    /// A sleep takes no real time: the clocks jump to the deadline.
+    func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
+        let (left, action) = clocks.withLock { c -> (Duration, (@Sendable () -> Void)?) in
+            let left = deadline.offset - c.boot
+            c.sleeps.append(left)
+            defer { c.duringSleep = nil }
+            return (left, c.duringSleep)
+        }
+        if left > .zero { advance(by: left / 2) }
+        action?()
+        let rest = deadline.offset - clocks.withLock { $0.boot }
+        if rest > .zero { advance(by: rest) }
+    }
+
+    /// A request to a server whose clock is the true time plus `serverError`:
+    /// the request takes `outbound` to arrive, the reply `inbound` to return.
+    func exchange(
+        outbound: Duration, inbound: Duration, serverError: Duration = .zero,
+        resolution: Duration = .zero
+    ) -> TimeSample {
+        let sent = boot
+        advance(by: outbound)
+        var server = truth + serverError
+        if resolution > .zero {
+            // Truncate to a multiple of the resolution, as a Date header is.
+            let step = resolution.trustedNanoseconds
+            let value = server.trustedNanoseconds
+            server = .nanoseconds(value - ((value % step) + step) % step)
+        }
+        advance(by: inbound)
+        return TimeSample(
+            serverTime: server, sentAt: sent, receivedAt: boot, serverResolution: resolution)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds.
+    var trustedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// A temporary directory, removed with everything in it by `remove()`.
+struct TrustedTestDirectory {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/timerkit-trusted-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        path = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// The names of the files in the directory.
+    func entries() -> [String] {
+        guard let directory = opendir(path) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    func remove() {
+        for name in entries() { unlink(file(name)) }
+        rmdir(path)
+    }
+}
+
+/// Reads a whole file.
+func trustedTestRead(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let got = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if got <= 0 { break }
+        bytes += chunk[0..<got]
+    }
+    return bytes
+}
+
+/// Writes a whole file (replacing it).
+func trustedTestWrite(_ bytes: [UInt8], to path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    precondition(fd >= 0, "cannot write \(path)")
+    defer { close(fd) }
+    _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+}

@@ -1,0 +1,363 @@
+import Synchronization
+import Testing
+
+@testable import TimerKit
+
+/// TrustedClock on scripted readings: the boot, monotonic and wall clocks move
+/// independently, and the server's time (the true time) is known exactly.
+@Suite("TrustedClock")
+struct TrustedClockTests {
+    @Test("before any sync it falls back to the wall clock and says so")
+    func fallsBackToWallClock() {
+        let readings = ScriptedReadings(wallError: .seconds(-3600))
+        let clock = TrustedClock(readings: readings)
+        let now = clock.now
+        #expect(now.sinceEpoch == readings.wall)
+        #expect(now.source == .wallClockFallback)
+        #expect(now.errorBound == nil)
+        #expect(!now.isSynced)
+        #expect(!clock.isSynced)
+        #expect(clock.needsSync)
+        #expect(clock.refreshReason == .neverSynced)
+        #expect(clock.wallClockOffset == nil)
+        #expect(clock.lastSync == nil)
+    }
+
+    @Test("a symmetric exchange gives the server's time exactly, carried on the boot clock")
+    func cristianMidpoint() throws {
+        let readings = ScriptedReadings(wallError: .seconds(-3600))
+        let clock = TrustedClock(readings: readings)
+        let sample = readings.exchange(outbound: .milliseconds(40), inbound: .milliseconds(40))
+        #expect(sample.roundTrip == .milliseconds(80))
+        #expect(sample.errorBound == .milliseconds(40))
+        let atSync = try clock.sync(with: sample)
+        #expect(atSync.sinceEpoch == readings.truth)
+        #expect(atSync.source == .synced(since: sample.receivedAt))
+        #expect(clock.isSynced)
+        #expect(clock.lastSync == sample.receivedAt)
+
+        readings.advance(by: .seconds(10))
+        let now = clock.now
+        #expect(now.sinceEpoch == readings.truth)
+        // 40 ms from the round trip + 50 ppm of the 10.04 s since the midpoint.
+        #expect(now.errorBound == .milliseconds(40) + .nanoseconds(502_000))
+        #expect(now.isSynced)
+        #expect(clock.timeSinceSync == .seconds(10))
+        // The wall clock is an hour behind the server.
+        #expect(clock.wallClockOffset == .seconds(-3600))
+    }
+
+    @Test("an asymmetric path is off by half the asymmetry, within the error bound")
+    func asymmetricPath() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(90), inbound: .milliseconds(10)))
+        let now = clock.now
+        let error = now.sinceEpoch - readings.truth
+        #expect(error == .milliseconds(40))
+        #expect(magnitude(error) <= now.errorBound!)
+        #expect(now.earliest! <= readings.truth && readings.truth <= now.latest!)
+    }
+
+    @Test("a suspend: the boot clock keeps counting, so trusted time stays right")
+    func suspendKeepsTime() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(5), inbound: .milliseconds(5)))
+        let monotonicBefore = readings.monotonic
+        readings.suspend(for: .seconds(3600))
+        readings.advance(by: .seconds(2))
+        #expect(readings.monotonic - monotonicBefore == .seconds(2))
+        let now = clock.now
+        #expect(now.sinceEpoch == readings.truth)
+        #expect(clock.timeSinceSync == .seconds(3602))
+        // The bound grew by 50 ppm of the hour: 180 ms.
+        #expect(now.errorBound! >= .milliseconds(5) + .milliseconds(180))
+        #expect(now.errorBound! <= .milliseconds(5) + .milliseconds(181))
+    }
+
+    @Test("the wall clock set back an hour changes nothing in trusted time")
+    func wallSetBack() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        readings.advance(by: .seconds(30))
+        readings.stepWall(by: .seconds(-3600))
+        readings.advance(by: .seconds(30))
+        #expect(clock.now.sinceEpoch == readings.truth)
+        #expect(clock.wallClockOffset == .seconds(-3600))
+        readings.stepWall(by: .seconds(7200))
+        #expect(clock.now.sinceEpoch == readings.truth)
+        #expect(clock.wallClockOffset == .seconds(3600))
+    }
+
+    @Test("the sample with the smallest round trip wins, whatever the order")
+    func bestSampleWins() throws {
+        for order in [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]] {
+            let readings = ScriptedReadings()
+            let clock = TrustedClock(readings: readings)
+            // Round trips of 400, 60, 200 and 900 ms; each path is asymmetric
+            // by its whole length, so each sample is off by a different amount.
+            let roundTrips: [Duration] = [
+                .milliseconds(400), .milliseconds(60), .milliseconds(200), .milliseconds(900),
+            ]
+            var taken: [Int: TimeSample] = [:]
+            for index in order {
+                taken[index] = readings.exchange(outbound: roundTrips[index], inbound: .zero)
+                try clock.sync(with: taken[index]!)
+                readings.advance(by: .milliseconds(100))
+            }
+            #expect(clock.bestSample == taken[1], "order \(order)")
+            #expect(clock.samples.count == 4)
+            // Off by half of 60 ms.
+            #expect(clock.now.sinceEpoch - readings.truth == .milliseconds(30), "order \(order)")
+        }
+    }
+
+    @Test("an old sample loses to a newer one once its drift allowance outgrows the difference")
+    func oldSampleAges() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let old = readings.exchange(outbound: .milliseconds(10), inbound: .milliseconds(10))
+        try clock.sync(with: old)
+        // 100 s later: 5 ms of drift allowance; a 14 ms round trip (7 ms)
+        // beats 10 + 5 = 15 ms.
+        readings.advance(by: .seconds(100))
+        let newer = readings.exchange(outbound: .milliseconds(7), inbound: .milliseconds(7))
+        try clock.sync(with: newer)
+        #expect(clock.bestSample == newer)
+        // A 40 ms round trip (20 ms) does not beat it.
+        readings.advance(by: .seconds(1))
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(20), inbound: .milliseconds(20)))
+        #expect(clock.bestSample == newer)
+    }
+
+    @Test("only the most recent samples are kept")
+    func keepsRecentSamples() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(
+            configuration: .init(maximumSamples: 3), readings: readings)
+        var all: [TimeSample] = []
+        for index in 0..<5 {
+            let sample = readings.exchange(
+                outbound: .milliseconds(index == 0 ? 1 : 50), inbound: .milliseconds(50))
+            all.append(sample)
+            try clock.sync(with: sample)
+        }
+        #expect(clock.samples == Array(all.suffix(3)))
+        // The best one (index 0) has left with the oldest.
+        #expect(clock.bestSample != all[0])
+    }
+
+    @Test("impossible samples are refused and change nothing")
+    func invalidSamples() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let good = readings.exchange(outbound: .milliseconds(3), inbound: .milliseconds(3))
+        try clock.sync(with: good)
+        let now = readings.boot
+        let bad: [TimeSample] = [
+            TimeSample(serverTime: .seconds(1), sentAt: now, receivedAt: now - .seconds(1)),
+            TimeSample(
+                serverTime: .seconds(1), sentAt: now - .seconds(1), receivedAt: now,
+                serverResolution: .seconds(-1)),
+            TimeSample(
+                serverTime: .seconds(1), sentAt: now - .seconds(1), receivedAt: now,
+                serverProcessingTime: .seconds(2)),
+            TimeSample(
+                serverTime: .seconds(1), sentAt: now - .seconds(1), receivedAt: now,
+                serverUncertainty: .nanoseconds(-1)),
+            TimeSample(serverTime: .seconds(1), sentAt: now, receivedAt: now + .seconds(1)),
+        ]
+        for sample in bad {
+            #expect(throws: TrustedTimeError.self) { try clock.sync(with: sample) }
+        }
+        #expect(clock.samples == [good])
+        #expect(clock.now.sinceEpoch == readings.truth)
+    }
+
+    @Test("a sample truncated to whole seconds is placed mid-second, with half a second of error")
+    func resolution() throws {
+        let readings = ScriptedReadings(truth: ScriptedReadings.newYear2026 + .milliseconds(700))
+        let clock = TrustedClock(readings: readings)
+        let sample = readings.exchange(
+            outbound: .milliseconds(20), inbound: .milliseconds(20), resolution: .seconds(1))
+        #expect(sample.serverTime == ScriptedReadings.newYear2026)
+        #expect(sample.errorBound == .milliseconds(520))
+        try clock.sync(with: sample)
+        let now = clock.now
+        #expect(magnitude(now.sinceEpoch - readings.truth) <= now.errorBound!)
+        #expect(now.sinceEpoch - readings.truth == .milliseconds(500 - 720))
+    }
+
+    @Test("sleep(until:) sleeps on the boot clock and never returns early")
+    func sleepUntilServerTime() async throws {
+        let readings = ScriptedReadings(wallError: .seconds(-3600))
+        let clock = TrustedClock(readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        let deadline = clock.now.advanced(by: .seconds(10))
+        try await clock.sleep(until: deadline)
+        #expect(clock.now >= deadline)
+        #expect(readings.sleeps == [.seconds(10)])
+
+        // A sync during the sleep moves server time back 3 s: the clock
+        // sleeps again for the rest.
+        let deadline2 = clock.now.advanced(by: .seconds(20))
+        readings.onNextSleep {
+            let boot = readings.boot
+            let sample = TimeSample(
+                serverTime: readings.truth - .seconds(3), sentAt: boot, receivedAt: boot)
+            _ = try? clock.sync(with: sample)
+        }
+        try await clock.sleep(until: deadline2)
+        #expect(clock.now >= deadline2)
+        #expect(readings.sleeps.suffix(2) == [.seconds(20), .seconds(3)])
+        // Already past: returns at once.
+        try await clock.sleep(until: deadline)
+        #expect(readings.sleeps.count == 3)
+    }
+
+    @Test("the Clock conformance: Task.sleep with the trusted clock, on the real boot clock")
+    func realSleep() async throws {
+        let clock = TrustedClock()
+        let boot = BootClock().now
+        try clock.sync(
+            with: TimeSample(serverTime: .seconds(2_000_000_000), sentAt: boot, receivedAt: boot))
+        let start = clock.now
+        try await Task.sleep(until: start.advanced(by: .milliseconds(30)), clock: clock)
+        #expect(clock.now.sinceEpoch - start.sinceEpoch >= .milliseconds(30))
+        #expect(clock.now.sinceEpoch > .seconds(2_000_000_000))
+        #expect(clock.minimumResolution == .nanoseconds(1))
+    }
+
+    @Test("refresh policy: age and error bound")
+    func refreshPolicy() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(
+            configuration: .init(
+                refreshPolicy: .init(
+                    maximumAge: .seconds(600), maximumErrorBound: .milliseconds(100),
+                    afterWallClockChange: true)),
+            readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(5), inbound: .milliseconds(5)))
+        #expect(clock.refreshReason == nil)
+        #expect(!clock.needsSync)
+        readings.advance(by: .seconds(601))
+        #expect(clock.refreshReason == .syncTooOld(age: .seconds(601) + .milliseconds(0)))
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(40), inbound: .milliseconds(40)))
+        #expect(clock.refreshReason == nil)
+        // 40 ms + 50 ppm: past 100 ms after 1200 s of suspend; the age rule
+        // is off here so only the bound speaks.
+        let boundOnly = TrustedClock(
+            configuration: .init(
+                refreshPolicy: .init(maximumAge: nil, maximumErrorBound: .milliseconds(100))),
+            readings: readings)
+        try boundOnly.sync(
+            with: readings.exchange(outbound: .milliseconds(40), inbound: .milliseconds(40)))
+        readings.suspend(for: .seconds(1_300))
+        guard case .errorBoundTooLarge(let bound) = boundOnly.refreshReason else {
+            Issue.record("expected errorBoundTooLarge, got \(String(describing: boundOnly.refreshReason))")
+            return
+        }
+        #expect(bound > .milliseconds(100))
+    }
+
+    @Test("reset forgets the samples and falls back to the wall clock")
+    func reset() throws {
+        let readings = ScriptedReadings(wallError: .seconds(5))
+        let clock = TrustedClock(readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        clock.reset()
+        #expect(!clock.isSynced)
+        #expect(clock.samples.isEmpty)
+        #expect(clock.now.sinceEpoch == readings.wall)
+        #expect(clock.refreshReason == .neverSynced)
+    }
+
+    @Test("TrustedTime: equality and order by instant only; description")
+    func trustedTimeValue() {
+        let a = TrustedTime(sinceEpoch: .seconds(10), errorBound: .milliseconds(3), source: .wallClockFallback)
+        let b = TrustedTime(sinceEpoch: .seconds(10))
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(b < b.advanced(by: .nanoseconds(1)))
+        #expect(b.duration(to: b.advanced(by: .seconds(3))) == .seconds(3))
+        #expect(b.source == .exact && b.errorBound == .zero)
+        let synced = TrustedTime(
+            sinceEpoch: ScriptedReadings.newYear2026 + .milliseconds(1500),
+            errorBound: .microseconds(120), source: .synced(since: BootClock.Instant(offset: .seconds(1))))
+        #expect(synced.description == "2026-01-01T00:00:01.500000000Z ±0.000120s (synced)")
+        #expect(b.description == "1970-01-01T00:00:10.000000000Z")
+        #expect(
+            TrustedTime(sinceEpoch: .nanoseconds(-1)).description
+                == "1969-12-31T23:59:59.999999999Z")
+    }
+
+    @Test("sync and now from many threads at once")
+    func concurrentSyncAndRead() async throws {
+        let clock = TrustedClock()
+        let server = Duration.seconds(2_000_000_000)
+        let origin = BootClock().now
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<2_000 {
+                        let boot = BootClock().now
+                        _ = try? clock.sync(
+                            with: TimeSample(
+                                serverTime: server + (boot - origin), sentAt: boot, receivedAt: boot))
+                    }
+                }
+            }
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<2_000 {
+                        let now = clock.now
+                        if now.isSynced {
+                            // Every sample agrees: the reading is the server's
+                            // time to within its error bound.
+                            let expected = server + (BootClock().now - origin)
+                            #expect(magnitude(now.sinceEpoch - expected) <= now.errorBound! + .seconds(1))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(clock.samples.count == 8)
+    }
+}
+
+/// The suspend-aware stopwatch on scripted and on real clocks.
+@Suite("SuspendAwareStopwatch")
+struct SuspendAwareStopwatchTests {
+    @Test("a suspend shows as elapsed but not awake")
+    func suspend() {
+        let readings = ScriptedReadings()
+        var stopwatch = SuspendAwareStopwatch(readings: readings)
+        readings.advance(by: .seconds(2))
+        readings.suspend(for: .seconds(3600))
+        readings.advance(by: .milliseconds(500))
+        readings.stepWall(by: .seconds(-86_400))  // irrelevant to both clocks
+        let reading = stopwatch.read()
+        #expect(reading.elapsed == .seconds(3602) + .milliseconds(500))
+        #expect(reading.awake == .milliseconds(2500))
+        #expect(reading.suspended == .seconds(3600))
+        #expect(stopwatch.elapsed == reading.elapsed)
+        #expect(stopwatch.suspended == .seconds(3600))
+        let lap = stopwatch.restart()
+        #expect(lap == reading)
+        readings.advance(by: .seconds(1))
+        #expect(stopwatch.read() == .init(elapsed: .seconds(1), awake: .seconds(1), suspended: .zero))
+    }
+
+    @Test("on the real clocks: elapsed >= awake, suspended >= 0")
+    func realClocks() {
+        let stopwatch = SuspendAwareStopwatch()
+        for _ in 0..<10_000 {
+            let reading = stopwatch.read()
+            #expect(reading.elapsed >= reading.awake)
+            #expect(reading.suspended >= .zero)
+            if reading.elapsed < reading.awake { break }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+/*
+ * CTimerCoreSNTP: a Simple Network Time Protocol client (RFC 4330, with the
+ * era and error rules of RFC 5905), part of TimerKit's C core.
+ *
+ * What it gives: the server's time at a local instant read on the boot clock
+ * (CLOCK_BOOTTIME, which the user cannot set and which counts time spent
+ * suspended), with an error bound. That is what a clock that a changed wall
+ * clock cannot cheat is built on (TimerKit's TrustedClock).
+ *
+ * The pieces can be used alone: NTP timestamp conversion, building a request,
+ * decoding and validating a reply, computing delay, offset and error from the
+ * four timestamps of an exchange, and a blocking UDP query that does it all.
+ *
+ * Conventions as in CTimerCore.h: 0 or a negative errno value; times are
+ * signed 64-bit nanoseconds (Unix time for wall-clock values); no function
+ * aborts on bad input or allocates memory.
+ *
+ * Errors of a reply (tk_sntp_parse_reply, tk_sntp_query), one errno each, in
+ * the order they are checked:
+ *   -EMSGSIZE         the reply is shorter than 48 bytes;
+ *   -ENOMSG           its origin timestamp is not the transmit timestamp of
+ *                     our request: a reply to someone else, or spoofed;
+ *   -EPROTO           its mode is not 4 (server);
+ *   -EPROTONOSUPPORT  its version is not 3 or 4;
+ *   -EACCES           stratum 0, a kiss-of-death: the server refuses to serve
+ *                     us; the four-letter kiss code (RATE, DENY, RSTR, ...)
+ *                     is in the result's `kiss_code`;
+ *   -ENODATA          leap indicator 3: the server's clock is not
+ *                     synchronised;
+ *   -ERANGE           stratum above 15;
+ *   -EBADMSG          transmit timestamp zero, or earlier than the receive
+ *                     timestamp.
+ */
+#ifndef CTIMERCORE_SNTP_H
+#define CTIMERCORE_SNTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The size of an NTP packet without extension fields or MAC. */
+#define TK_SNTP_PACKET_SIZE 48
+
+/** The standard NTP port. */
+#define TK_SNTP_PORT 123
+
+/** Seconds from the NTP prime epoch (1900-01-01 00:00 UTC) to the Unix epoch. */
+#define TK_NTP_UNIX_EPOCH_OFFSET 2208988800LL
+
+/**
+ * The earliest pivot tk_sntp_compute and tk_sntp_query use to place NTP
+ * timestamps in their era: 2025-01-01 00:00:00 UTC, in Unix nanoseconds. A
+ * local wall clock reading earlier than this (a dead RTC that restarted in
+ * 1970) is replaced by it, so the server's time still lands in the right era.
+ */
+#define TK_SNTP_PIVOT_FLOOR_NS (1735689600LL * 1000000000LL)
+
+/** The NTP modes this client sends and accepts. */
+#define TK_SNTP_MODE_CLIENT 3
+#define TK_SNTP_MODE_SERVER 4
+
+/** Leap indicator 3: the clock is not synchronised. */
+#define TK_SNTP_LEAP_UNSYNCHRONISED 3
+
+/** The most `samples` tk_sntp_query takes. */
+#define TK_SNTP_MAX_SAMPLES 64
+
+/**
+ * The frequency tolerance RFC 5905 assumes for the local clock (PHI, 15 parts
+ * per million); the error bound grows by this fraction of the round trip.
+ */
+#define TK_SNTP_PHI_PPM 15
+
+/** The fields of an NTP packet, decoded (all in host byte order). */
+typedef struct tk_sntp_packet {
+    /** Leap indicator, 0..3 (3: unsynchronised). */
+    uint8_t leap;
+    /** Version number, 0..7. */
+    uint8_t version;
+    /** Mode, 0..7 (3: client, 4: server). */
+    uint8_t mode;
+    /** Stratum: 0 kiss-of-death, 1 primary, 2..15 secondary, 16 unsynchronised. */
+    uint8_t stratum;
+    /** Poll interval, log2 seconds. */
+    int8_t poll;
+    /** The server clock's precision, log2 seconds (e.g. -20 is about 1 µs). */
+    int8_t precision;
+    /** Round trip to the primary reference, NTP short format (16.16 seconds). */
+    uint32_t root_delay;
+    /** Dispersion to the primary reference, NTP short format. */
+    uint32_t root_dispersion;
+    /** Reference id; for stratum 0, the kiss code as four ASCII letters. */
+    uint32_t reference_id;
+    /** NTP timestamps (32.32 seconds since the era's start). */
+    uint64_t reference_time;
+    uint64_t origin_time;
+    uint64_t receive_time;
+    uint64_t transmit_time;
+} tk_sntp_packet;
+
+/** The outcome of one exchange with a server (or of the best of several). */
+typedef struct tk_sntp_result {
+    /** T1: when the request was sent, on the boot clock (CLOCK_BOOTTIME). */
+    int64_t send_boot_ns;
+    /** T4: when the reply was received, on the boot clock. */
+    int64_t receive_boot_ns;
+    /** T1 on the wall clock (CLOCK_REALTIME), Unix nanoseconds. */
+    int64_t send_wall_ns;
+    /** T4 on the wall clock, Unix nanoseconds. */
+    int64_t receive_wall_ns;
+    /** T2: when the server received the request, Unix nanoseconds. */
+    int64_t server_receive_ns;
+    /** T3: when the server sent the reply, Unix nanoseconds. */
+    int64_t server_transmit_ns;
+    /**
+     * Round-trip delay, (T4 - T1) - (T3 - T2), with T4 - T1 measured on the
+     * boot clock (so a wall-clock step during the exchange does not matter).
+     */
+    int64_t delay_ns;
+    /** The server's time at T4, T3 + delay / 2, Unix nanoseconds. */
+    int64_t server_time_ns;
+    /** server_time_ns - receive_wall_ns: how far the local wall clock is behind. */
+    int64_t offset_ns;
+    /**
+     * How far server_time_ns may be from true time: delay / 2 (the most the
+     * path's asymmetry can add) + root delay / 2 + root dispersion (the
+     * server's own distance to its reference) + the server's precision + PHI
+     * times the round trip. Rounded up.
+     */
+    int64_t error_ns;
+    /** The reply's root delay, root dispersion and precision, in nanoseconds. */
+    int64_t root_delay_ns;
+    int64_t root_dispersion_ns;
+    int64_t precision_ns;
+    /** The reply's reference id (an IPv4 address, or a refclock's ASCII tag). */
+    uint32_t reference_id;
+    uint8_t leap;
+    uint8_t version;
+    uint8_t stratum;
+    int8_t poll;
+    /** For a kiss-of-death (-EACCES): the kiss code, NUL-terminated; else "". */
+    char kiss_code[5];
+    /** tk_sntp_query: requests sent and valid replies received. */
+    uint32_t requests_sent;
+    uint32_t replies_accepted;
+} tk_sntp_result;
+
+/* ------------------------------------------------------------------------
+ * Timestamps
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Converts Unix time in nanoseconds to a 64-bit NTP timestamp (32 bits of
+ * seconds, 32 of fraction), rounding to the nearest 2^-32 s. The era number
+ * is not part of a timestamp: 2036-02-07 06:28:16 UTC (the start of era 1)
+ * becomes seconds 0 again. Returns 0, or -EINVAL for NULL.
+ */
+int tk_ntp_from_unix_ns(int64_t unix_ns, uint64_t *ntp);
+
+/**
+ * Converts an NTP timestamp to Unix nanoseconds (rounding to the nearest
+ * nanosecond), choosing the era that puts the result nearest `pivot_ns` (RFC
+ * 5905): the result's whole second s satisfies
+ * pivot_s - 2^31 <= s < pivot_s + 2^31, where pivot_s = floor(pivot_ns / 1e9).
+ * So for every `unix_ns` within 68 years of the pivot,
+ * tk_ntp_from_unix_ns then tk_ntp_to_unix_ns gives back `unix_ns` exactly.
+ * Returns 0, -EINVAL for NULL, or -ERANGE if the result does not fit in an
+ * int64_t.
+ */
+int tk_ntp_to_unix_ns(uint64_t ntp, int64_t pivot_ns, int64_t *unix_ns);
+
+/** Converts an NTP short value (16.16 seconds) to nanoseconds, rounded up. */
+int64_t tk_ntp_short_to_ns(uint32_t value);
+
+/* ------------------------------------------------------------------------
+ * Packets
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Writes `packet` into `buffer` in network format (48 bytes). Returns 0, or
+ * -EINVAL for NULL or a field out of range (leap > 3, version or mode > 7), or
+ * -EMSGSIZE if `size` < TK_SNTP_PACKET_SIZE.
+ */
+int tk_sntp_encode(const tk_sntp_packet *packet, void *buffer, size_t size);
+
+/**
+ * Reads the first 48 bytes of `data` into `*packet`, without judging them.
+ * Returns 0, -EINVAL for NULL, or -EMSGSIZE if `size` < TK_SNTP_PACKET_SIZE.
+ */
+int tk_sntp_decode(const void *data, size_t size, tk_sntp_packet *packet);
+
+/**
+ * Builds a client request (mode 3, version 4, everything else zero but the
+ * transmit timestamp) into `buffer` (at least 48 bytes). The transmit
+ * timestamp is a random non-zero nonce, not the local time (so the request
+ * tells nothing about the local clock); it is stored in `*nonce`, and a
+ * genuine reply carries it back as its origin timestamp. Returns 0, -EINVAL
+ * or -EMSGSIZE. Uses getrandom(2) without blocking; if the kernel has no
+ * entropy yet, a mix of clock readings and a counter.
+ */
+int tk_sntp_build_request(void *buffer, size_t size, uint64_t *nonce);
+
+/**
+ * Decodes and validates a reply to the request whose transmit timestamp was
+ * `nonce`. The checks, in order, each with its own error (see the top of this
+ * header): length, origin == nonce (only a reply that passes it is known to
+ * answer our request), mode, version, stratum 0 (kiss-of-death), leap
+ * indicator 3, stratum > 15, transmit timestamp zero or before the receive
+ * timestamp. `*packet` is filled whenever the packet could be decoded (also on
+ * error), so a caller can read a kiss code from `reference_id`. Returns 0 or
+ * one of those errors; -EINVAL for NULL or a zero nonce.
+ */
+int tk_sntp_parse_reply(const void *data, size_t size, uint64_t nonce,
+                        tk_sntp_packet *packet);
+
+/**
+ * Copies the kiss code of a stratum-0 packet (its reference id as four ASCII
+ * characters, any non-printable one replaced by '?') and a NUL into `code`.
+ * Returns 0, or -EINVAL for NULL or a packet whose stratum is not 0.
+ */
+int tk_sntp_kiss_code(const tk_sntp_packet *packet, char code[5]);
+
+/* ------------------------------------------------------------------------
+ * Computing
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Computes delay, server time, offset and error bound from a validated reply
+ * and the local readings of the exchange: T1 (send) and T4 (receive) on the
+ * boot clock and the wall clock. Fills every field of `*result` except the
+ * request counters. The server's timestamps are placed in the era nearest the
+ * local wall clock at T4 (but not before TK_SNTP_PIVOT_FLOOR_NS).
+ *
+ * Returns 0; -EINVAL for NULL, a negative boot reading or T4 before T1 on the
+ * boot clock; -EBADMSG if the server's processing time (T3 - T2) is longer
+ * than the round trip (T4 - T1) or negative; -ERANGE if a result overflows.
+ */
+int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
+                    int64_t send_wall_ns, int64_t receive_boot_ns,
+                    int64_t receive_wall_ns, tk_sntp_result *result);
+
+/* ------------------------------------------------------------------------
+ * Querying
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Asks an SNTP server for the time: sends `samples` requests one after the
+ * other over UDP, each waiting at most `timeout_ns` (on the boot clock) for
+ * its reply, and keeps the valid reply with the smallest delay.
+ *
+ * `address` is an IPv4 or IPv6 address literal ("127.0.0.1", "::1"); names
+ * are not resolved (resolution blocks and allocates: resolve first). The
+ * socket is connected, so datagrams from other addresses are never read.
+ * A datagram that is too short or whose origin does not match the request
+ * cannot be told apart from a forgery: it is noted and the wait goes on (a
+ * late reply to an earlier request of the same query is dropped silently), so
+ * a spoofed datagram cannot end a wait. A reply that matches but is rejected
+ * (wrong mode, unsynchronised, ...) ends its sample. Interrupted system calls
+ * are resumed with the remaining time; nothing is allocated.
+ *
+ * A kiss-of-death ends the query at once (RFC 4330: stop sending): -EACCES
+ * with the code in `result->kiss_code`. Samples are sent back to back: use 1
+ * sample with public servers, which rate-limit clients.
+ *
+ * Returns 0 with the best sample in `*result` (also when a later request
+ * failed: a valid reply in hand is kept); -EINVAL for NULL, an address
+ * that is not a literal, port 0, `timeout_ns` <= 0 or `samples` outside
+ * 1..TK_SNTP_MAX_SAMPLES; the errno of socket/connect/send/recv (e.g.
+ * -ECONNREFUSED when nothing listens on the port); if no valid reply came,
+ * the error of the last reply rejected (see the top of this header), or
+ * -ETIMEDOUT if no reply came at all. On error, `result->requests_sent` says
+ * how many requests went out.
+ */
+int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
+                  unsigned samples, tk_sntp_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTIMERCORE_SNTP_H */
