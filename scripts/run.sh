@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the C core in release mode and runs it: the countdown example, then
-# the core benchmark.
+# Builds TimerKit in release mode and runs it: the C countdown example, the C
+# core benchmark, then `timerkit bench` (TimerKit side by side with Foundation,
+# Dispatch and Task.sleep, measured in one run).
 #
-#   scripts/run.sh            example, then the full benchmark
-#   scripts/run.sh --quick    example, then a short benchmark run
+#   scripts/run.sh            the example, then the full benchmarks (about 2 minutes)
+#   scripts/run.sh --quick    the example, then short benchmark runs
 #
-# Any arguments are passed to the benchmark. Binaries go to build/release/.
+# C binaries go to build/release/, the Swift ones to .build/release/.
 
 set -euo pipefail
 
@@ -47,5 +48,19 @@ echo "=== building with $CC ${FLAGS[*]}"
 echo "=== build/release/countdown"
 build/release/countdown
 
-echo "=== build/release/core_bench $*"
-build/release/core_bench "$@"
+QUICK=()
+case "${1:-}" in
+"") ;;
+--quick) QUICK=(--quick) ;;
+*) echo "usage: scripts/run.sh [--quick]" >&2; exit 2 ;;
+esac
+
+echo "=== build/release/core_bench ${QUICK[*]}"
+build/release/core_bench "${QUICK[@]}"
+
+echo "=== swift build -c release --product timerkit"
+swift build -c release --product timerkit
+echo "=== .build/release/timerkit clocks"
+.build/release/timerkit clocks
+echo "=== .build/release/timerkit bench ${QUICK[*]}"
+.build/release/timerkit bench "${QUICK[@]}"
