@@ -233,8 +233,9 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
  * Destroys the loop: every pending timer and watch is dropped without its
  * callback (the release handler sees each pending timer's context), and all
  * memory and descriptors are released. Returns 0, -EINVAL
- * for NULL, or -EBUSY while the loop is running or one of its callbacks runs
- * (also one run by tk_loop_fire), in which case nothing is destroyed.
+ * for NULL, or -EBUSY while the loop is running, one of its callbacks runs
+ * (also one run by tk_loop_fire) or its release handler runs, in which case
+ * nothing is destroyed.
  */
 int tk_loop_destroy(tk_loop *loop);
 
@@ -266,8 +267,11 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * May be called from a callback of the same loop on the same thread (a
  * nested run, e.g. in another mode); tk_loop_stop ends the innermost run.
  * Returns a tk_run_result, -EINVAL for a NULL loop or a mode >= TK_MODE_COUNT,
- * -EBUSY if another thread is running the loop, or the negative errno of a
- * failed epoll_wait / timerfd call.
+ * -EBUSY if another thread is running the loop or this is called from a
+ * callback of tk_loop_advance, or the negative errno of a failed epoll_wait /
+ * timerfd call. On a manual loop, time moves only by tk_loop_advance: a run
+ * fires what is due, handles descriptors and waits for them, a wake-up or a
+ * stop.
  */
 int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags);
 
@@ -298,7 +302,8 @@ int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
  * moment on another thread, when that callback returns), when a one-shot
  * timer's callback returns without rescheduling it, and for every pending
  * timer when the loop is destroyed. It runs with no loop lock held, on the
- * thread that caused it; from tk_loop_destroy it must not call the loop.
+ * thread that caused it; it may call the loop (tk_loop_destroy from it
+ * returns -EBUSY), except when called from tk_loop_destroy.
  * This is how a context that owns a reference (e.g. a retained object) is
  * released safely while other threads cancel. Set it before scheduling.
  */
@@ -325,10 +330,12 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
                      void *context, tk_timer_id *timer);
 
 /**
- * Cancels a scheduled timer: no callback of it starts after this returns (one
- * already running on the loop's thread finishes). Returns 0, or -ENOENT for a
- * handle that names no scheduled timer (never scheduled, already cancelled,
- * or a one-shot timer that has fired or is firing), -EINVAL for NULL.
+ * Cancels a scheduled timer: no callback of it starts after this returns,
+ * except one the loop's thread had already begun (its context stays valid
+ * until that returns; see tk_loop_set_release_handler). Returns 0, or -ENOENT
+ * for a handle that names no scheduled timer (never scheduled, already
+ * cancelled, a one-shot timer that has fired, or, seen from another thread
+ * than the loop's, a one-shot whose callback is running), -EINVAL for NULL.
  * Cancelling a timer from inside its own callback is allowed. O(log n).
  */
 int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
@@ -385,8 +392,8 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  *
  * Returns the number of callbacks run (>= 0), -EINVAL for NULL, a negative
  * delta or a mode >= TK_MODE_COUNT, -ENOTSUP on a real-clock loop, or -EBUSY
- * if another thread is running the loop or this is called from one of its
- * callbacks.
+ * if another thread is running the loop, or this is called from one of its
+ * callbacks, or a callback run by tk_loop_fire is running.
  */
 int64_t tk_loop_advance(tk_loop *loop, unsigned mode, int64_t delta_ns);
 

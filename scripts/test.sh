@@ -338,7 +338,7 @@ begin_stage swift "swift build, swift test"
 run_logged "$LOGS/swift-build.log" swift build
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build failed (log: $LOGS/swift-build.log)"
 # The console leaves out Swift Testing's "started" lines; the log keeps them.
-if swift test 2>&1 | tee "$LOGS/swift-test.log" | sed -u '/^◇ /d'; then
+if timeout -k 10 "$TK_TEST_TIMEOUT" swift test 2>&1 | tee "$LOGS/swift-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
 else
     RUN_STATUS=${PIPESTATUS[0]}
@@ -381,7 +381,8 @@ begin_stage tsan "swift test --sanitize=thread"
 # A build folder of its own, so the plain build above stays usable; outside
 # the package, where SwiftPM keeps it consistent across runs.
 TSAN_BUILD=${TK_TSAN_BUILD:-${TMPDIR:-/tmp}/timerkit-tsan-build}
-if swift test --sanitize=thread --scratch-path "$TSAN_BUILD" 2>&1 | tee "$LOGS/swift-test-tsan.log" |
+if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --sanitize=thread --scratch-path "$TSAN_BUILD" 2>&1 |
+    tee "$LOGS/swift-test-tsan.log" |
     sed -u '/^◇ /d'; then
     RUN_STATUS=0
 else

@@ -92,7 +92,7 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns) {
 int tk_loop_destroy(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    int busy = loop->depth > 0 || loop->fire_calls > 0;
+    int busy = loop->depth > 0 || loop->fire_calls > 0 || loop->releasing > 0;
     pthread_mutex_unlock(&loop->lock);
     if (busy) return -EBUSY;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
@@ -179,6 +179,11 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
 
 void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target) {
     if (!loop->sleeping || !(modes & TK_MODES(loop->mode))) return;
+    if (loop->manual) {
+        /* No timerfd: the run sleeping on fds plans again after a wake-up. */
+        (void)tk__loop_kick(loop);
+        return;
+    }
     if (loop->armed[clock] != TK__DISARMED && loop->armed[clock] <= target) return;
     /* A failure here only delays the timer to the next wake-up, which arms
      * again and reports the error from tk_loop_run. */
@@ -330,6 +335,11 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int64_t handled = 0;
     for (;;) {
         int64_t now[TK_CLOCK_COUNT];
+        if (loop->stop_requested) {
+            loop->stop_requested = 0;
+            return TK_RUN_STOPPED;
+        }
+        if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
         if (loop->manual && loop->wall_step_pending) {
             loop->wall_step_pending = 0;
             tk__loop_report_clock_change(loop);
@@ -344,7 +354,6 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             return TK_RUN_STOPPED;
         }
         if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
-        if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
         /* `now` may be a little stale after the callbacks: a target that
          * passed meanwhile arms a timerfd in the past, which fires at once. */
         if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
@@ -381,12 +390,7 @@ int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) 
     if (result == 0) {
         unsigned outer_mode = loop->mode;
         loop->mode = mode;
-        if (loop->stop_requested) {
-            loop->stop_requested = 0;
-            result = TK_RUN_STOPPED;
-        } else {
-            result = run_passes(loop, mode, until_ns, flags);
-        }
+        result = run_passes(loop, mode, until_ns, flags);
         loop->mode = outer_mode;
         tk__loop_leave(loop);
     }
@@ -394,8 +398,7 @@ int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) 
     return result;
 }
 
-/* Wakes a sleeping loop through its eventfd. Lock held. */
-static int kick(tk_loop *loop) {
+int tk__loop_kick(tk_loop *loop) {
     if (!loop->sleeping) return 0;
     uint64_t one = 1;
     for (;;) {
@@ -410,7 +413,7 @@ int tk_loop_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     loop->stop_requested = 1;
-    int result = kick(loop);
+    int result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
 }
@@ -419,7 +422,7 @@ int tk_loop_wakeup(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     loop->wakeup_requested = 1;
-    int result = kick(loop);
+    int result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
 }

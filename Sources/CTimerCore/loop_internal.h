@@ -79,6 +79,7 @@ struct tk_loop {
     int depth;         /* nested tk_loop_run / tk_loop_advance calls */
     int advancing;     /* inside tk_loop_advance */
     int fire_calls;    /* callbacks running under tk_loop_fire */
+    int releasing;     /* release handlers running */
     pthread_t owner;   /* the thread running the loop while depth > 0 */
     unsigned mode;     /* the mode of the innermost run */
     int stop_requested;
@@ -143,6 +144,9 @@ void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int6
 
 /* Calls the clock-change function with the lock dropped. */
 void tk__loop_report_clock_change(tk_loop *loop);
+
+/* Wakes the loop if it sleeps in epoll_wait. 0 or -errno. Lock held. */
+int tk__loop_kick(tk_loop *loop);
 
 /* Claims the loop for the calling thread (depth++), or -EBUSY. */
 int tk__loop_enter(tk_loop *loop, int advancing);

@@ -87,6 +87,8 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns) {
     } else {
         *now = now_ns;
     }
+    /* A run sleeping on fds looks at the new time. */
+    if (result == 0) result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
 }

@@ -111,9 +111,11 @@ static int let_go(tk_loop *loop, uint32_t slot, void **context) {
 static void release_context(tk_loop *loop, void *context) {
     tk_release_fn release = loop->release_fn;
     if (release == NULL) return;
+    loop->releasing++;
     pthread_mutex_unlock(&loop->lock);
     release(loop, context);
     pthread_mutex_lock(&loop->lock);
+    loop->releasing--;
 }
 
 /* ---- Counting pending timers by clock and mode -------------------------- */
@@ -383,8 +385,8 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
     pthread_mutex_unlock(&loop->lock);
     fn(loop, id, 0, context);
     pthread_mutex_lock(&loop->lock);
-    loop->fire_calls--;
     finish_callback(loop, slot);
+    loop->fire_calls--;
     pthread_mutex_unlock(&loop->lock);
     return 0;
 }
@@ -436,8 +438,9 @@ static int64_t next_on_grid(int64_t deadline, int64_t interval, int64_t now, uin
 
 /* The due entry to fire next across all clocks: the most overdue, then the
  * earliest scheduled. A clock whose earliest timer got its deadline during
- * this pass is done for the pass. */
-static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT]) {
+ * this pass (`pass`), or during a nested run's passes since, is done for the
+ * pass. Pass numbers wrap: a timer that waited 2^31 passes looks new for one. */
+static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint32_t pass) {
     int best = -1;
     int64_t best_late = 0;
     uint32_t best_seq = 0;
@@ -445,7 +448,7 @@ static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT]) {
         const tk__heap_entry *top = tk__heap_top(&loop->heaps[clock]);
         /* INT64_MAX stands for a deadline beyond the clock's range: never. */
         if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
-        if (loop->timers[top->slot].placed_pass == loop->pass) continue;
+        if ((int32_t)(loop->timers[top->slot].placed_pass - pass) >= 0) continue;
         int64_t late = tk__sub_sat(now[clock], top->deadline);
         if (best < 0 || late > best_late ||
             (late == best_late && (int32_t)(top->seq - best_seq) < 0)) {
@@ -464,16 +467,22 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
     if (outside > 0 && tk__heap_reserve(&loop->parked, outside) < 0) return -ENOMEM;
 
     unpark(loop, mode);
-    loop->pass++;
+    uint32_t pass = ++loop->pass;
     tk_mode_set bit = TK_MODES(mode);
     int64_t fired = 0;
     int clock;
-    while ((clock = next_due(loop, now)) >= 0) {
+    while ((clock = next_due(loop, now, pass)) >= 0) {
         tk__heap *heap = &loop->heaps[clock];
         tk__heap_entry entry = heap->entries[0];
         uint32_t slot = entry.slot;
         tk__timer *timer = &loop->timers[slot];
         if (!(timer->modes & bit)) {
+            /* Room was made above, but a nested run's callbacks may have
+             * added timers outside this mode since. */
+            if (loop->parked.count == loop->parked.capacity &&
+                tk__heap_reserve(&loop->parked, loop->parked.count + 1) < 0) {
+                return fired > 0 ? fired : -ENOMEM;
+            }
             tk__heap_remove(heap, loop->positions, 0);
             park(loop, entry);
             continue;

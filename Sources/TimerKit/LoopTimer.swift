@@ -205,7 +205,8 @@ public final class LoopTimer: @unchecked Sendable {
 
     /// Moves the next fire to `fireDate`, a reading of ``clock``. A repeating
     /// timer continues every interval from there. Calling this from a
-    /// one-shot timer's own action schedules it again.
+    /// one-shot timer's own action, when its loop fired it, schedules it again
+    /// (after ``fire()`` by hand, a one-shot timer is done first).
     ///
     /// - Throws: ``TimerError/invalidated`` if the timer can no longer fire.
     public func setFireDate(_ fireDate: Duration) throws(TimerError) {
@@ -216,6 +217,8 @@ public final class LoopTimer: @unchecked Sendable {
     }
 
     /// Changes a repeating timer's interval; the next fire stays where it is.
+    /// (A one-shot timer inside its own action has no next fire: use
+    /// ``setFireDate(_:)`` there.)
     ///
     /// - Throws: ``TimerError/invalidInterval(_:)`` for an interval that is not
     ///   positive, or for a one-shot timer; ``TimerError/invalidated``.
@@ -224,7 +227,9 @@ public final class LoopTimer: @unchecked Sendable {
         try update(keepingFireDate: true) { $0.interval = interval.saturatingNanoseconds }
     }
 
-    /// Changes the tolerance; the next fire date stays where it is.
+    /// Changes the tolerance; the next fire date stays where it is. Throws
+    /// ``TimerError/invalidated`` for a one-shot timer inside its own action,
+    /// which has no next fire date until ``setFireDate(_:)`` gives it one.
     ///
     /// - Throws: ``TimerError/negativeTolerance(_:)``, ``TimerError/invalidated``.
     public func setTolerance(_ tolerance: Duration) throws(TimerError) {

@@ -27,8 +27,8 @@ import Musl
 /// with tolerance share wake-ups; nothing ever fires early. Timers are kept
 /// in the C core's deadline heap: scheduling and invalidating are O(log n).
 ///
-/// A loop made by ``manual(startingAt:)`` never sleeps: its clocks move only
-/// through ``advance(by:mode:)``, which fires due timers synchronously, in
+/// A loop made by ``manual(startingAt:)`` never waits for time: its clocks move
+/// only through ``advance(by:mode:)``, which fires due timers synchronously, in
 /// order, on the calling thread. That is how code built on timers is tested
 /// deterministically.
 ///

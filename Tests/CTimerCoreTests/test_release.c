@@ -43,6 +43,7 @@ typedef struct tracked {
     atomic_int callback_after_release;
     atomic_int release_while_running;
     int action;                     /* what the callback does, see below */
+    atomic_int gate;                /* SLOW: the callback waits until this is 1 */
     tk_timer_id self;
 } tracked;
 
@@ -78,7 +79,8 @@ static void on_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *contex
         break;
     }
     case SLOW:
-        sleep_ms(30);
+        /* Held until the test has cancelled it (10 s at most). */
+        for (int waited = 0; atomic_load(&t->gate) == 0 && waited < 10000; waited++) sleep_ms(1);
         break;
     }
     atomic_fetch_sub(&t->running, 1);
@@ -171,6 +173,7 @@ static void test_cancel_during_callback(void) {
     while (atomic_load(&slow.running) == 0) sleep_ms(1);
     CHECK(tk_loop_cancel(loop, slow.self) == 0);   /* repeating: still scheduled */
     CHECK(atomic_load(&slow.releases) == 0);        /* its callback still runs */
+    atomic_store(&slow.gate, 1);
     while (atomic_load(&slow.releases) == 0) sleep_ms(1);
     CHECK(atomic_load(&slow.release_while_running) == 0);
     int callbacks = atomic_load(&slow.callbacks);
@@ -248,12 +251,88 @@ static void test_stress(void) {
     CHECK(bad == 0);
 }
 
+/* A release handler may call the loop, but not destroy it. */
+static int destroy_result = 1;
+
+static void destroy_from_release(tk_loop *loop, void *context) {
+    (void)context;
+    destroy_result = tk_loop_destroy(loop);
+}
+
+static void test_destroy_from_release_handler(void) {
+    tk_loop *loop = NULL;
+    CHECK(tk_loop_create_manual(&loop, 0) == 0);
+    tk_loop_set_release_handler(loop, destroy_from_release);
+    tracked t = {0};
+    tk_timer_spec spec = one_shot(100);
+    CHECK(tk_loop_schedule(loop, &spec, on_fire, &t, &t.self) == 0);
+    CHECK(tk_loop_cancel(loop, t.self) == 0);
+    CHECK(destroy_result == -EBUSY);
+    destroy_result = 1;
+    tracked *fired = &t;
+    memset(fired, 0, sizeof *fired);
+    CHECK(tk_loop_schedule(loop, &spec, on_fire, fired, &fired->self) == 0);
+    CHECK(tk_loop_fire(loop, fired->self) == 0);   /* one-shot: released after its callback */
+    CHECK(destroy_result == -EBUSY);
+    tk_loop_set_release_handler(loop, on_release);
+    CHECK(tk_loop_destroy(loop) == 0);
+}
+
+/* A callback that schedules due timers of another mode and runs that mode
+ * nested: back in the outer pass, the timers its callbacks added are new to
+ * it (they wait for a later pass), and parking them needs no room made
+ * beforehand. */
+static tracked nested_a, nested_c, nested_d;
+
+static void stop_loop(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    atomic_fetch_add(&((tracked *)context)->callbacks, 1);
+    tk_loop_stop(loop);
+}
+
+static void run_nested(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed, (void)context;
+    atomic_fetch_add(&nested_a.callbacks, 1);
+    tk_timer_spec due_in_two = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 0,
+                                .modes = TK_MODES(2), .flags = TK_TIMER_ABSOLUTE};
+    tk_loop_schedule(loop, &due_in_two, stop_loop, &nested_d, &nested_d.self);
+    for (int i = 0; i < 100; i++) {  /* more than any room made for mode 0's pass */
+        tk_timer_spec later = due_in_two;
+        later.deadline_ns = 1;
+        tk_timer_id ignored;
+        tk_loop_schedule(loop, &later, on_fire, &nested_c, &ignored);
+    }
+    CHECK(tk_loop_run(loop, 2, TK_FOREVER, TK_RUN_NOWAIT) == TK_RUN_STOPPED);
+}
+
+static void test_nested_run_parks_safely(void) {
+    tk_loop *loop = NULL;
+    CHECK(tk_loop_create_manual(&loop, 10) == 0);
+    tk_loop_set_release_handler(loop, on_release);
+    tk_timer_spec due = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 0, .modes = TK_MODES(0),
+                         .flags = TK_TIMER_ABSOLUTE};
+    CHECK(tk_loop_schedule(loop, &due, run_nested, &nested_a, &nested_a.self) == 0);
+    int result = tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT);
+    CHECK(result == TK_RUN_PASSED);
+    CHECK(atomic_load(&nested_a.callbacks) == 1);
+    CHECK(atomic_load(&nested_d.callbacks) == 1);
+    /* The mode-2 timers the stopped nested run left: parked by the outer run. */
+    tk_loop_stats stats;
+    tk_loop_get_stats(loop, &stats);
+    CHECK(stats.pending == 100);
+    CHECK(tk_loop_advance(loop, 2, 0) == 100);
+    CHECK(atomic_load(&nested_c.callbacks) == 100);
+    CHECK(tk_loop_destroy(loop) == 0);
+}
+
 int main(int argc, char **argv) {
     const char *text = argc > 1 ? argv[1] : getenv("TK_SEED");
     seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL);
     printf("test_release: seed %llu\n", seed);
     test_each_way_to_end();
     test_cancel_during_callback();
+    test_destroy_from_release_handler();
+    test_nested_run_parks_safely();
     test_stress();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -3,7 +3,7 @@ import Testing
 
 @testable import TimerKit
 
-/// Wall-clock change detection: the seed's "the user changed the device
+/// Wall-clock change detection: the "user changed the device
 /// clock" case, with scripted readings and with a manual TimerLoop standing in
 /// for the kernel's TFD_TIMER_CANCEL_ON_SET report.
 @Suite("TrustedClock wall-clock changes")
