@@ -56,62 +56,7 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  * Bookkeeping
  * ------------------------------------------------------------------------ */
 
-static atomic_int g_passed, g_failed;
-static uint64_t g_seed;
-static const char *g_only;
-static const char *g_test = "";
-static char g_alarm_msg[256];
-
-static void check_at(int ok, const char *what, const char *file, int line) {
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    fprintf(stderr, "FAIL %s:%d [%s] %s (seed %" PRIu64 ")\n", file, line, g_test, what, g_seed);
-}
-
-static void check_cmp_at(int ok, long long a, long long b, const char *expr, const char *file,
-                         int line) {
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    fprintf(stderr, "FAIL %s:%d [%s] %s: left %lld, right %lld (seed %" PRIu64 ")\n", file, line,
-            g_test, expr, a, b, g_seed);
-}
-
-#define CHECK(c) check_at(!!(c), #c, __FILE__, __LINE__)
-#define CHECK_CMP(a, op, b)                                                    \
-    do {                                                                       \
-        long long check_a_ = (long long)(a), check_b_ = (long long)(b);        \
-        check_cmp_at(check_a_ op check_b_, check_a_, check_b_,                 \
-                     #a " " #op " " #b, __FILE__, __LINE__);                   \
-    } while (0)
-#define CHECK_EQ(a, b) CHECK_CMP(a, ==, b)
-#define CHECK_GE(a, b) CHECK_CMP(a, >=, b)
-#define CHECK_LT(a, b) CHECK_CMP(a, <, b)
-
-static void on_alarm(int sig) {
-    (void)sig;
-    ssize_t ignored = write(2, g_alarm_msg, strlen(g_alarm_msg));
-    (void)ignored;
-    ignored = write(1, "0 passed, 1 failed\n", 19);
-    (void)ignored;
-    _exit(1);
-}
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(uint64_t *s, uint64_t n) { return rng_next(s) % n; }
-
-static uint64_t g_rng;
+#include "test_harness.h"
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -1386,83 +1331,25 @@ static void test_watch_errors(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
-typedef struct test_case {
-    const char *name;
-    void (*fn)(void);
-} test_case;
-
 static const test_case tests[] = {
     /* first: it forks, and is best done before any thread exists */
-    {"emfile", test_emfile},
-    {"null_arguments", test_null_arguments},
-    {"unknown_clock", test_unknown_clock},
-    {"boot_id", test_boot_id},
-    {"timer_slack", test_timer_slack},
-    {"failed_calls_keep_timers_manual", test_failed_calls_keep_timers_manual},
-    {"failed_calls_keep_timers_real", test_failed_calls_keep_timers_real},
-    {"stale_handles", test_stale_handles},
-    {"unissued_handles", test_unissued_handles},
-    {"destroy_while_running", test_destroy_while_running},
-    {"manual_only", test_manual_only},
-    {"destroy_full", test_destroy_full},
-    {"saturation_manual", test_saturation_manual},
-    {"saturation_real", test_saturation_real},
-    {"watch_errors", test_watch_errors},
+    {"emfile", test_emfile, 300},
+    {"null_arguments", test_null_arguments, 300},
+    {"unknown_clock", test_unknown_clock, 300},
+    {"boot_id", test_boot_id, 300},
+    {"timer_slack", test_timer_slack, 300},
+    {"failed_calls_keep_timers_manual", test_failed_calls_keep_timers_manual, 300},
+    {"failed_calls_keep_timers_real", test_failed_calls_keep_timers_real, 300},
+    {"stale_handles", test_stale_handles, 300},
+    {"unissued_handles", test_unissued_handles, 300},
+    {"destroy_while_running", test_destroy_while_running, 300},
+    {"manual_only", test_manual_only, 300},
+    {"destroy_full", test_destroy_full, 300},
+    {"saturation_manual", test_saturation_manual, 300},
+    {"saturation_real", test_saturation_real, 300},
+    {"watch_errors", test_watch_errors, 300},
 };
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 int main(int argc, char **argv) {
-    int have_seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "--only=", 7) == 0) {
-            g_only = argv[i] + 7;
-        } else {
-            char *end;
-            g_seed = strtoull(argv[i], &end, 0);
-            if (*argv[i] == 0 || *end != 0) {
-                fprintf(stderr, "usage: %s [seed] [--only=NAME]\n", argv[0]);
-                return 2;
-            }
-            have_seed = 1;
-        }
-    }
-    if (!have_seed && getenv("TK_SEED")) {
-        g_seed = strtoull(getenv("TK_SEED"), NULL, 0);
-        have_seed = 1;
-    }
-    if (!have_seed) g_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-    printf("test_errors: seed %" PRIu64 "\n", g_seed);
-    fflush(stdout);
-    signal(SIGALRM, on_alarm);
-    signal(SIGPIPE, SIG_IGN);
-
-    int ran = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        const test_case *t = &tests[i];
-        if (g_only && !strstr(t->name, g_only)) continue;
-        g_test = t->name;
-        g_rng = g_seed ^ hash_name(t->name);
-        snprintf(g_alarm_msg, sizeof g_alarm_msg, "FAIL [%s] timed out (seed %" PRIu64 ")\n",
-                 t->name, g_seed);
-        int failed_before = atomic_load(&g_failed);
-        alarm(300);
-        t->fn();
-        alarm(0);
-        ran++;
-        if (atomic_load(&g_failed) != failed_before)
-            fprintf(stderr, "test %s failed (seed %" PRIu64 ")\n", t->name, g_seed);
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no test matches --only=%s\n", g_only ? g_only : "");
-        atomic_fetch_add(&g_failed, 1);
-    }
-    int failed = atomic_load(&g_failed);
-    if (failed) fprintf(stderr, "seed %" PRIu64 "\n", g_seed);
-    printf("%d passed, %d failed\n", atomic_load(&g_passed), failed);
-    return failed ? 1 : 0;
+    return test_main(argc, argv, "test_errors", tests, sizeof tests / sizeof tests[0]);
 }

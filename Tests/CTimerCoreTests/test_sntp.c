@@ -54,71 +54,7 @@
  * Bookkeeping
  * ------------------------------------------------------------------------ */
 
-static atomic_int g_passed, g_failed;
-static uint64_t g_seed;
-static const char *g_only;
-static const char *g_test = "";
-static char g_alarm_msg[256];
-
-static void check_at(int ok, const char *what, const char *file, int line) {
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    fprintf(stderr, "FAIL %s:%d [%s] %s (seed %" PRIu64 ")\n", file, line, g_test, what, g_seed);
-}
-
-static void check_cmp_at(int ok, long long a, long long b, const char *expr, const char *file,
-                         int line) {
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    fprintf(stderr, "FAIL %s:%d [%s] %s: left %lld, right %lld (seed %" PRIu64 ")\n", file, line,
-            g_test, expr, a, b, g_seed);
-}
-
-#define CHECK(c) check_at(!!(c), #c, __FILE__, __LINE__)
-#define CHECK_CMP(a, op, b)                                                    \
-    do {                                                                       \
-        long long check_a_ = (long long)(a), check_b_ = (long long)(b);        \
-        check_cmp_at(check_a_ op check_b_, check_a_, check_b_,                 \
-                     #a " " #op " " #b, __FILE__, __LINE__);                   \
-    } while (0)
-#define CHECK_EQ(a, b) CHECK_CMP(a, ==, b)
-#define CHECK_GE(a, b) CHECK_CMP(a, >=, b)
-#define CHECK_LE(a, b) CHECK_CMP(a, <=, b)
-#define CHECK_LT(a, b) CHECK_CMP(a, <, b)
-
-/* For loops of many random cases: count one pass for the whole loop, and
- * report only the first failure with its inputs. */
-#define PROPERTY_FAIL(...)                                                      \
-    do {                                                                        \
-        atomic_fetch_add(&g_failed, 1);                                         \
-        fprintf(stderr, "FAIL %s:%d [%s] ", __FILE__, __LINE__, g_test);        \
-        fprintf(stderr, __VA_ARGS__);                                           \
-        fprintf(stderr, " (seed %" PRIu64 ")\n", g_seed);                       \
-    } while (0)
-
-static void on_alarm(int sig) {
-    (void)sig;
-    ssize_t ignored = write(2, g_alarm_msg, strlen(g_alarm_msg));
-    (void)ignored;
-    ignored = write(1, "0 passed, 1 failed\n", 19);
-    (void)ignored;
-    _exit(1);
-}
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t g_rng;
+#include "test_harness.h"
 
 /* A uniform value in [lo, hi]. */
 static int64_t rng_range(int64_t lo, int64_t hi) {
@@ -1249,87 +1185,29 @@ static void test_query_ipv6(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
-typedef struct test_case {
-    const char *name;
-    void (*fn)(void);
-} test_case;
-
 static const test_case tests[] = {
-    {"timestamp_known_values", test_timestamp_known_values},
-    {"timestamp_round_trip", test_timestamp_round_trip},
-    {"timestamp_era_boundary", test_timestamp_era_boundary},
-    {"timestamp_window_edges", test_timestamp_window_edges},
-    {"packet_round_trip", test_packet_round_trip},
-    {"request", test_request},
-    {"parse_rejections", test_parse_rejections},
-    {"compute_exact", test_compute_exact},
-    {"compute_random", test_compute_random},
-    {"query_good", test_query_good},
-    {"query_rejections", test_query_rejections},
-    {"query_spoof_then_good", test_query_spoof_then_good},
-    {"query_best_sample", test_query_best_sample},
-    {"query_late_replies", test_query_late_replies},
-    {"query_kiss_stops", test_query_kiss_stops},
-    {"query_timeout", test_query_timeout},
-    {"query_eintr", test_query_eintr},
-    {"query_refused", test_query_refused},
-    {"query_arguments", test_query_arguments},
-    {"query_ipv6", test_query_ipv6},
+    {"timestamp_known_values", test_timestamp_known_values, 120},
+    {"timestamp_round_trip", test_timestamp_round_trip, 120},
+    {"timestamp_era_boundary", test_timestamp_era_boundary, 120},
+    {"timestamp_window_edges", test_timestamp_window_edges, 120},
+    {"packet_round_trip", test_packet_round_trip, 120},
+    {"request", test_request, 120},
+    {"parse_rejections", test_parse_rejections, 120},
+    {"compute_exact", test_compute_exact, 120},
+    {"compute_random", test_compute_random, 120},
+    {"query_good", test_query_good, 120},
+    {"query_rejections", test_query_rejections, 120},
+    {"query_spoof_then_good", test_query_spoof_then_good, 120},
+    {"query_best_sample", test_query_best_sample, 120},
+    {"query_late_replies", test_query_late_replies, 120},
+    {"query_kiss_stops", test_query_kiss_stops, 120},
+    {"query_timeout", test_query_timeout, 120},
+    {"query_eintr", test_query_eintr, 120},
+    {"query_refused", test_query_refused, 120},
+    {"query_arguments", test_query_arguments, 120},
+    {"query_ipv6", test_query_ipv6, 120},
 };
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 int main(int argc, char **argv) {
-    int have_seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "--only=", 7) == 0) {
-            g_only = argv[i] + 7;
-        } else {
-            char *end;
-            g_seed = strtoull(argv[i], &end, 0);
-            if (*argv[i] == 0 || *end != 0) {
-                fprintf(stderr, "usage: %s [seed] [--only=NAME]\n", argv[0]);
-                return 2;
-            }
-            have_seed = 1;
-        }
-    }
-    if (!have_seed && getenv("TK_SEED")) {
-        g_seed = strtoull(getenv("TK_SEED"), NULL, 0);
-        have_seed = 1;
-    }
-    if (!have_seed) g_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-    printf("test_sntp: seed %" PRIu64 "\n", g_seed);
-    fflush(stdout);
-    signal(SIGALRM, on_alarm);
-    signal(SIGPIPE, SIG_IGN);
-
-    int ran = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        const test_case *t = &tests[i];
-        if (g_only && !strstr(t->name, g_only)) continue;
-        g_test = t->name;
-        g_rng = g_seed ^ hash_name(t->name);
-        snprintf(g_alarm_msg, sizeof g_alarm_msg, "FAIL [%s] timed out (seed %" PRIu64 ")\n",
-                 t->name, g_seed);
-        int failed_before = atomic_load(&g_failed);
-        alarm(120);
-        t->fn();
-        alarm(0);
-        ran++;
-        if (atomic_load(&g_failed) != failed_before)
-            fprintf(stderr, "test %s failed (seed %" PRIu64 ")\n", t->name, g_seed);
-    }
-    if (ran == 0) {
-        fprintf(stderr, "no test matches --only=%s\n", g_only ? g_only : "");
-        atomic_fetch_add(&g_failed, 1);
-    }
-    int failed = atomic_load(&g_failed);
-    if (failed) fprintf(stderr, "seed %" PRIu64 "\n", g_seed);
-    printf("%d passed, %d failed\n", atomic_load(&g_passed), failed);
-    return failed ? 1 : 0;
+    return test_main(argc, argv, "test_sntp", tests, sizeof tests / sizeof tests[0]);
 }
