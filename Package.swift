@@ -18,6 +18,9 @@ let package = Package(
         .library(name: "CTimerCore", targets: ["CTimerCore"]),
         .library(name: "TimerKit", targets: ["TimerKit"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
+        // The side-by-side benchmarks (`timerkit bench`, and Benchmarks/,
+        // which adds SwiftNIO): TimerKit and its peers measured in one run.
+        .library(name: "TimerBench", targets: ["TimerBench"]),
     ],
     targets: [
         .target(
@@ -37,13 +40,27 @@ let package = Package(
             name: "TimerKit",
             dependencies: ["CTimerCore"]
         ),
+        .target(
+            name: "CBenchSupport",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+            ]
+        ),
+        .target(
+            name: "TimerBench",
+            dependencies: ["TimerKit", "CTimerCore", "CBenchSupport"]
+        ),
         .executableTarget(
             name: "timerkit",
-            dependencies: ["TimerKit", "CTimerCore"]
+            dependencies: ["TimerBench", "TimerKit", "CTimerCore"]
         ),
         .testTarget(
             name: "TimerKitTests",
             dependencies: ["TimerKit", "CTimerCore"]
+        ),
+        .testTarget(
+            name: "TimerBenchTests",
+            dependencies: ["TimerBench", "CBenchSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

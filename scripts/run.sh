@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds TimerKit in release mode and runs it: the C countdown example, the C
-# core benchmark, then `timerkit bench` (TimerKit side by side with Foundation,
-# Dispatch and Task.sleep, measured in one run).
+# core benchmark, `timerkit clocks`, then the side-by-side benchmark
+# (Benchmarks/'s timer-peers: `timerkit bench` with SwiftNIO added; TimerKit
+# against Foundation, Dispatch, Task.sleep and NIO, measured in one run).
 #
-#   scripts/run.sh            the example, then the full benchmarks (about 2 minutes)
+#   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
 # C binaries go to build/release/, the Swift ones to .build/release/.
@@ -62,5 +63,7 @@ echo "=== swift build -c release --product timerkit"
 swift build -c release --product timerkit
 echo "=== .build/release/timerkit clocks"
 .build/release/timerkit clocks
-echo "=== .build/release/timerkit bench ${QUICK[*]}"
-.build/release/timerkit bench "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product timer-peers"
+swift build -c release --package-path Benchmarks --product timer-peers
+echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]}"
+Benchmarks/.build/release/timer-peers "${QUICK[@]}"

@@ -17,6 +17,8 @@
 #   swift   swift build, swift test
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks, bench --quick
+#   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO) built in
+#           release: timer-peers --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
 #
@@ -202,7 +204,8 @@ BENCH=Benchmarks/CTimerCoreBench/core_bench.c
 missing=()
 for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
-    Sources/CTimerCore/loop.c "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh; do
+    Sources/CTimerCore/loop.c "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh \
+    Benchmarks/Package.swift Benchmarks/Benchmarks/TimerBenchmarks/TimerBenchmarks.swift; do
     [ -f "$file" ] || missing+=("$file")
 done
 [ ${#C_TESTS[@]} -gt 0 ] || missing+=("Tests/CTimerCoreTests/test_*.c")
@@ -404,6 +407,21 @@ run_logged "$LOGS/timerkit-clocks.log" .build/release/timerkit clocks
 run_logged "$LOGS/timerkit-bench.log" timeout -k 10 "$TK_TEST_TIMEOUT" .build/release/timerkit bench --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "timerkit bench --quick exited with status $RUN_STATUS (log: $LOGS/timerkit-bench.log)"
 end_stage "timerkit ran"
+
+# --- peers: the full benchmarks package, kept working -----------------------------
+
+begin_stage peers "Benchmarks/: timer-peers --quick, the ordo-one suite's list (smoke)"
+run_logged "$LOGS/peers-build.log" swift build -c release --package-path Benchmarks
+[ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --package-path Benchmarks failed (log: $LOGS/peers-build.log)"
+run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-peers --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "timer-peers --quick exited with status $RUN_STATUS (log: $LOGS/timer-peers.log)"
+grep -q '^   NIO scheduleTask ' "$LOGS/timer-peers.log" ||
+    fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
+run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
+[ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
+listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
+[ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
+end_stage "timer-peers ran; $listed benchmarks listed"
 
 # --- trusted: trusted time against a real NTP server ------------------------------
 

@@ -1,5 +1,6 @@
 import CTimerCore
 import Foundation
+import TimerBench
 import TimerKit
 
 /// `timerkit clocks`: every clock's reading and resolution, through the Swift

@@ -1,24 +1,27 @@
 // timerkit: a command-line tool for TimerKit.
 //
 //   timerkit clocks                          the clocks, boot id, timer slack, time suspended
-//   timerkit bench [--quick] [--json] [--seed N]
+//   timerkit bench [--quick | --full] [--json] [--seed N]
 //                                            TimerKit against Foundation, Dispatch and the
 //                                            standard library, measured in one run
 //   timerkit trusted-time --server ADDRESS [--port N] ...
 //                                            sync a trusted clock from an SNTP server
 import Foundation
+import TimerBench
 
 let usage = """
     usage: timerkit clocks
-           timerkit bench [--quick] [--json] [--seed N]
+           timerkit bench [--quick | --full] [--json] [--seed N]
            timerkit trusted-time --server ADDRESS [--port N] [--samples N] [--timeout-ms N]
                                  [--state FILE] [--no-sync] [--json]
 
       clocks   every clock's reading and resolution (CoreClock and the C core), the boot id,
                this thread's timer slack, and BOOTTIME - MONOTONIC (time spent suspended)
-      bench    schedule+invalidate cost, wake-up lateness and tolerance, TimerKit against
-               Foundation Timer, DispatchSourceTimer and Task.sleep; progress on stderr
+      bench    TimerKit against Foundation Timer, DispatchSourceTimer and Task.sleep in one
+               run (about a minute and a half): schedule+invalidate and churn cost, memory per
+               timer, wake-up lateness, tolerance and coalescing, clock reads; progress on stderr
                  --quick   a short run (a few seconds), as CI runs it
+                 --full    a long run (several minutes; 1M pending timers)
                  --json    the figures as JSON on stdout
                  --seed N  the seed of the random delays (else $TK_SEED, else the time)
       trusted-time
@@ -38,22 +41,10 @@ func runCommand(_ arguments: [String]) -> Int32 {
         guard arguments.count == 1 else { break }
         return ClocksCommand.run()
     case "bench":
-        var options = BenchCommand.Options()
-        var rest = arguments.dropFirst()
-        while let argument = rest.popFirst() {
-            switch argument {
-            case "--quick": options.quick = true
-            case "--json": options.json = true
-            case "--seed":
-                guard let value = rest.popFirst(), let seed = UInt64(value) else {
-                    FileHandle.standardError.write(Data("timerkit: --seed needs a number\n".utf8))
-                    return 64
-                }
-                options.seed = seed
-            default:
-                FileHandle.standardError.write(Data("timerkit: unknown option \(argument)\n\(usage)".utf8))
-                return 64
-            }
+        let (options, problem) = BenchCommand.Options.parse(arguments.dropFirst())
+        guard let options else {
+            FileHandle.standardError.write(Data("timerkit: \(problem ?? "bad option")\n\(usage)".utf8))
+            return 64
         }
         return BenchCommand.run(options)
     case "trusted-time":

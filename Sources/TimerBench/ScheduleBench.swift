@@ -1,16 +1,24 @@
+import CBenchSupport
 import CTimerCore
 import Dispatch
 import Foundation
+import Synchronization
 import TimerKit
 
 // Part 1: the cost of scheduling and invalidating one-shot timers with many
-// pending, for a TimerKit LoopTimer on a TimerLoop, a Foundation Timer on a
-// RunLoop and a DispatchSourceTimer. No loop runs: timers are only
-// scheduled and invalidated (Dispatch registers its sources on a queue of its
-// own, so its batches end by waiting for that queue).
+// pending, and the memory and allocations each pending timer takes, for a
+// TimerKit LoopTimer on a TimerLoop, the C core called directly, a Foundation
+// Timer on a RunLoop, a DispatchSourceTimer and a Task in Task.sleep
+// (Benchmarks/ adds SwiftNIO). No loop runs: timers are only scheduled and
+// invalidated (Dispatch registers its sources on a queue of its own, so its
+// batches end by waiting for that queue).
 
 /// One way of scheduling timers, holding `pending` of them.
-protocol ScheduleSide: AnyObject {
+///
+/// The benchmark calls every method from one thread; a side whose timers
+/// live on another thread (an event loop, a queue) hands the work over and
+/// waits for it, so the hand-over is part of its cost.
+public protocol ScheduleSide: AnyObject {
     var name: String { get }
     /// Schedules one pending timer per delay.
     func fill(_ delays: [Int64]) throws
@@ -23,6 +31,42 @@ protocol ScheduleSide: AnyObject {
     func settle()
     /// Invalidates every pending timer.
     func drain()
+}
+
+/// How to make a side, and up to which number of pending timers it is
+/// measured (sides that cancel in O(n) would take minutes beyond it).
+public struct ScheduleSideMaker {
+    public var name: String
+    /// The largest number of pending timers measured, or nil for no cap.
+    public var maxPending: Int?
+    /// Why there is a cap, for the table.
+    public var capReason: String
+    public var make: () throws -> any ScheduleSide
+
+    public init(
+        name: String, maxPending: Int? = nil, capReason: String = "",
+        make: @escaping () throws -> any ScheduleSide
+    ) {
+        self.name = name
+        self.maxPending = maxPending
+        self.capReason = capReason
+        self.make = make
+    }
+
+    /// TimerKit and the peers that need no package: the C core (what the
+    /// facade is built on), Foundation, Dispatch and Task.sleep.
+    public static func standard(quick: Bool) -> [ScheduleSideMaker] {
+        [
+            ScheduleSideMaker(name: "TimerKit LoopTimer") { try TimerKitScheduleSide() },
+            ScheduleSideMaker(name: "C core tk_loop_schedule/cancel") { try CoreScheduleSide() },
+            ScheduleSideMaker(
+                name: "Foundation Timer+RunLoop", maxPending: quick ? 10_000 : 100_000,
+                capReason: "CFRunLoop keeps timers in a sorted array: O(n) insert and O(n) search per invalidate"
+            ) { FoundationScheduleSide() },
+            ScheduleSideMaker(name: "DispatchSourceTimer") { DispatchScheduleSide() },
+            ScheduleSideMaker(name: "Task.sleep in a Task") { TaskSleepScheduleSide() },
+        ]
+    }
 }
 
 final class TimerKitScheduleSide: ScheduleSide {
@@ -162,8 +206,10 @@ final class FoundationScheduleSide: ScheduleSide {
 
     func settle() {}
 
+    /// In fire-date order: the run loop finds each timer at the front of its
+    /// sorted array, where a random order would search half of it each time.
     func drain() {
-        for timer in pending { timer.invalidate() }
+        for timer in pending.sorted(by: { $0.fireDate < $1.fireDate }) { timer.invalidate() }
         pending = []
     }
 }
@@ -210,6 +256,75 @@ final class DispatchScheduleSide: ScheduleSide {
     }
 }
 
+/// Swift concurrency's delayed action: a Task that sleeps, cancelled with
+/// Task.cancel(). A task starts, and a cancelled one ends, on the global
+/// executor's threads after the call that made or cancelled it returns;
+/// `settle` waits for that work, so it is part of the side's cost (and no
+/// longer running when another side is measured).
+final class TaskSleepScheduleSide: ScheduleSide {
+    let name = "Task.sleep in a Task"
+    private let progress = TaskProgress()
+    private var pending: [Task<Void, Never>] = []
+    private var created = 0
+    private var cancelled = 0
+
+    @inline(__always)
+    private func make(_ delay: Int64) -> Task<Void, Never> {
+        created += 1
+        let progress = self.progress
+        return Task.detached {
+            progress.started.add(1, ordering: .relaxed)
+            try? await Task.sleep(for: .nanoseconds(delay))
+            progress.ended.add(1, ordering: .relaxed)
+        }
+    }
+
+    @inline(__always)
+    private func cancel(_ task: Task<Void, Never>) {
+        task.cancel()
+        cancelled += 1
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(make(delay)) }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { cancel(make(delay)) }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let task = make(delays[i])
+            cancel(pending[victims[i]])
+            pending[victims[i]] = task
+        }
+    }
+
+    /// Waits until every task made has started its sleep and every
+    /// cancelled one has ended.
+    func settle() {
+        while progress.started.load(ordering: .relaxed) < created
+            || progress.ended.load(ordering: .relaxed) < cancelled
+        {
+            usleep(20)
+        }
+    }
+
+    func drain() {
+        for task in pending { cancel(task) }
+        pending = []
+        settle()
+    }
+}
+
+/// Counts of tasks that started and ended, written by the tasks.
+final class TaskProgress: Sendable {
+    let started = Atomic<Int>(0)
+    let ended = Atomic<Int>(0)
+}
+
 /// One measured operation at one size: medians of the timed repetitions.
 struct OpFigure {
     var wallNs = Double.nan
@@ -233,6 +348,12 @@ struct ScheduleRow {
     var pending: Int
     var pair = OpFigure()
     var churn = OpFigure()
+    /// Resident memory added by scheduling the pending timers, per timer.
+    var bytesPerTimer = Double.nan
+    /// Allocations while scheduling the pending timers, per timer.
+    var mallocsPerFill = Double.nan
+    /// Allocations per schedule+invalidate pair, in the steady state.
+    var mallocsPerPair = Double.nan
     /// Why the row was not measured (the side's cap), or nil.
     var skipped: String?
     var failed: String?
@@ -240,9 +361,6 @@ struct ScheduleRow {
 
 struct ScheduleConfig {
     var sizes: [Int]
-    /// Foundation's run loop removes a timer by a linear search of a sorted
-    /// array: O(n) per invalidate, so it is measured up to this size only.
-    var foundationCap: Int
     var reps: Int
     /// Each timed repetition is sized to take about this long.
     var repTargetNs: Int64
@@ -254,31 +372,42 @@ enum ScheduleBench {
     private enum Kind { case pair, churn }
 
     /// Runs every side at every size; repetitions alternate between sides.
-    static func run(_ config: ScheduleConfig, rng: inout SeededGenerator, failures: inout [String])
-        -> [ScheduleRow]
-    {
+    static func run(
+        _ config: ScheduleConfig, makers: [ScheduleSideMaker], mallocs: MallocCounter?,
+        rng: inout SeededGenerator, failures: inout [String]
+    ) -> [ScheduleRow] {
         var rows: [ScheduleRow] = []
         for size in config.sizes {
-            var sides: [ScheduleSide] = []
+            var sides: [any ScheduleSide] = []
             var sizeRows: [String: ScheduleRow] = [:]
-            let makers: [(String, () throws -> ScheduleSide)] = [
-                ("TimerKit LoopTimer", { try TimerKitScheduleSide() }),
-                ("C core tk_loop_schedule/cancel", { try CoreScheduleSide() }),
-                ("Foundation Timer+RunLoop", { FoundationScheduleSide() }),
-                ("DispatchSourceTimer", { DispatchScheduleSide() }),
-            ]
-            for (name, make) in makers {
+            for maker in makers {
+                let name = maker.name
                 var row = ScheduleRow(side: name, pending: size)
-                if name.hasPrefix("Foundation") && size > config.foundationCap {
-                    row.skipped = "capped at \(config.foundationCap) pending (O(n) per invalidate)"
+                if let cap = maker.maxPending, size > cap {
+                    row.skipped = "capped at \(cap) pending: \(maker.capReason)"
                     sizeRows[name] = row
                     continue
                 }
                 do {
-                    let side = try make()
+                    let side = try maker.make()
                     progress("schedule: \(name), filling \(size) pending")
                     let delays = (0..<size).map { _ in rng.next(in: config.minDelay, config.maxDelay) }
-                    try side.fill(delays)
+                    // Freed memory of earlier sides goes back to the system
+                    // first, so that this side's pages are counted.
+                    _ = tkb_release_free_memory()
+                    let rss0 = ResidentMemory.bytes()
+                    if let mallocs {
+                        let count = try mallocs.count {
+                            try side.fill(delays)
+                            side.settle()
+                        }
+                        row.mallocsPerFill = Double(count) / Double(size)
+                    } else {
+                        try side.fill(delays)
+                        side.settle()
+                    }
+                    let rss1 = ResidentMemory.bytes()
+                    if let rss0, let rss1 { row.bytesPerTimer = Double(rss1 - rss0) / Double(size) }
                     sides.append(side)
                 } catch {
                     row.failed = "\(error)"
@@ -297,6 +426,18 @@ enum ScheduleBench {
                         let ns = try timedBatch(side, kind, probe, size, config, &rng).wall
                         let perOp = max(ns / Double(probe), 1)
                         batch[side.name] = min(max(Int(Double(config.repTargetNs) / perOp), 64), 200_000)
+                        if kind == .pair, let mallocs {
+                            // Counted on a warm side, outside the timed reps.
+                            // The delays are drawn before counting starts.
+                            let delays = (0..<probe).map { _ in rng.next(in: config.minDelay, config.maxDelay) }
+                            let count = try delays.withUnsafeBufferPointer { d in
+                                try mallocs.count {
+                                    try side.pairs(d)
+                                    side.settle()
+                                }
+                            }
+                            sizeRows[side.name]?.mallocsPerPair = Double(count) / Double(probe)
+                        }
                     } catch {
                         sizeRows[side.name]?.failed = "\(error)"
                         failures.append("schedule \(side.name) at \(size): \(error)")
@@ -328,15 +469,16 @@ enum ScheduleBench {
                     if kind == .pair { sizeRows[side.name]?.pair = figure } else { sizeRows[side.name]?.churn = figure }
                 }
             }
+            progress("schedule: \(size) pending, invalidating them all")
             for side in sides { side.drain() }
-            for (name, _) in makers { rows.append(sizeRows[name]!) }
+            for maker in makers { rows.append(sizeRows[maker.name]!) }
         }
         return rows
     }
 
     /// One batch of `ops` operations; nanoseconds of wall and process CPU time.
     private static func timedBatch(
-        _ side: ScheduleSide, _ kind: Kind, _ ops: Int, _ size: Int, _ config: ScheduleConfig,
+        _ side: any ScheduleSide, _ kind: Kind, _ ops: Int, _ size: Int, _ config: ScheduleConfig,
         _ rng: inout SeededGenerator
     ) throws -> (wall: Double, cpu: Double) {
         // Drawn before the clock starts.

@@ -5,14 +5,14 @@ import Foundation
 
 /// CLOCK_MONOTONIC in nanoseconds, read through the C core (a vDSO call).
 @inline(__always)
-func monotonicNanoseconds() -> Int64 {
+public func monotonicNanoseconds() -> Int64 {
     var now: Int64 = 0
     _ = tk_clock_now(TK_CLOCK_MONOTONIC, &now)
     return now
 }
 
 /// CPU time used by the whole process (all threads), in nanoseconds.
-func processCPUNanoseconds() -> Int64 {
+public func processCPUNanoseconds() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
     return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
@@ -20,7 +20,7 @@ func processCPUNanoseconds() -> Int64 {
 
 extension Duration {
     /// The duration in whole nanoseconds (rounded toward zero).
-    var nanoseconds: Int64 {
+    public var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
@@ -29,26 +29,26 @@ extension Duration {
 // MARK: Randomness
 
 /// SplitMix64: a small seeded generator, so that a run can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
+public struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476C_E5E4_E5B9
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
 
     /// A value uniform in `lower ..< upper`.
-    mutating func next(in lower: Int64, _ upper: Int64) -> Int64 {
+    public mutating func next(in lower: Int64, _ upper: Int64) -> Int64 {
         lower + Int64(next() % UInt64(upper - lower))
     }
 
     /// An index uniform in `0 ..< count`.
-    mutating func index(below count: Int) -> Int {
+    public mutating func index(below count: Int) -> Int {
         Int(next() % UInt64(count))
     }
 }
@@ -56,7 +56,7 @@ struct SeededGenerator: RandomNumberGenerator {
 // MARK: Statistics
 
 /// Nearest-rank percentile of a sorted array (the core benchmark's definition).
-func percentile(_ sorted: [Int64], _ q: Double) -> Int64 {
+public func percentile(_ sorted: [Int64], _ q: Double) -> Int64 {
     guard !sorted.isEmpty else { return 0 }
     var rank = Int((q * Double(sorted.count)).rounded(.up))
     rank = min(max(rank, 1), sorted.count)
@@ -64,7 +64,7 @@ func percentile(_ sorted: [Int64], _ q: Double) -> Int64 {
 }
 
 /// The median of unsorted values.
-func median(_ values: [Double]) -> Double {
+public func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
     let middle = sorted.count / 2
@@ -72,18 +72,18 @@ func median(_ values: [Double]) -> Double {
 }
 
 /// A summary of lateness samples, in nanoseconds.
-struct Summary {
-    var count = 0
-    var p50: Int64 = 0
-    var p90: Int64 = 0
-    var p99: Int64 = 0
-    var max: Int64 = 0
-    var min: Int64 = 0
-    var mean = 0.0
+public struct Summary: Sendable {
+    public var count = 0
+    public var p50: Int64 = 0
+    public var p90: Int64 = 0
+    public var p99: Int64 = 0
+    public var max: Int64 = 0
+    public var min: Int64 = 0
+    public var mean = 0.0
 
-    init() {}
+    public init() {}
 
-    init(_ samples: [Int64]) {
+    public init(_ samples: [Int64]) {
         guard !samples.isEmpty else { return }
         let sorted = samples.sorted()
         count = sorted.count
@@ -95,7 +95,7 @@ struct Summary {
         mean = Double(sorted.reduce(0, +)) / Double(sorted.count)
     }
 
-    var json: JSON {
+    public var json: JSON {
         .object([
             ("count", .int(Int64(count))), ("p50_ns", .int(p50)), ("p90_ns", .int(p90)),
             ("p99_ns", .int(p99)), ("max_ns", .int(max)), ("min_ns", .int(min)),
@@ -107,23 +107,23 @@ struct Summary {
 // MARK: Output
 
 /// Writes a progress line to stderr.
-func progress(_ message: String) {
+public func progress(_ message: String) {
     FileHandle.standardError.write(Data("timerkit: \(message)\n".utf8))
 }
 
 /// `value` with `decimals` digits after the point.
-func fixed(_ value: Double, _ decimals: Int) -> String {
+public func fixed(_ value: Double, _ decimals: Int) -> String {
     guard value.isFinite else { return "-" }
     return String(format: "%.\(decimals)f", value)
 }
 
 /// Nanoseconds as microseconds with one decimal.
-func micros(_ nanoseconds: Int64) -> String {
+public func micros(_ nanoseconds: Int64) -> String {
     fixed(Double(nanoseconds) / 1000, 1)
 }
 
 /// Nanoseconds as "seconds.nanoseconds".
-func seconds(_ nanoseconds: Int64) -> String {
+public func seconds(_ nanoseconds: Int64) -> String {
     let sign = nanoseconds < 0 ? "-" : ""
     let magnitude = nanoseconds.magnitude
     let fraction = String(magnitude % 1_000_000_000)
@@ -131,7 +131,7 @@ func seconds(_ nanoseconds: Int64) -> String {
 }
 
 /// `text` padded with spaces to `width` (on the left when `right` is set).
-func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+public func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     let count = text.count
     guard count < width else { return text }
     let spaces = String(repeating: " ", count: width - count)
@@ -139,13 +139,13 @@ func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
 }
 
 /// A ratio such as "1.23x", or "-" when it cannot be formed.
-func ratio(_ numerator: Double, _ denominator: Double) -> String {
+public func ratio(_ numerator: Double, _ denominator: Double) -> String {
     guard numerator.isFinite, denominator.isFinite, denominator > 0 else { return "-" }
     return fixed(numerator / denominator, 2) + "x"
 }
 
 /// A small JSON value with ordered keys, rendered by hand.
-indirect enum JSON {
+public indirect enum JSON: Sendable {
     case number(Double)
     case int(Int64)
     case string(String)
@@ -154,7 +154,7 @@ indirect enum JSON {
     case array([JSON])
     case object([(String, JSON)])
 
-    func render(indent: Int = 0) -> String {
+    public func render(indent: Int = 0) -> String {
         let inner = String(repeating: "  ", count: indent + 1)
         let outer = String(repeating: "  ", count: indent)
         switch self {
@@ -203,19 +203,19 @@ indirect enum JSON {
 // MARK: The machine
 
 /// What the figures were measured on.
-struct Machine {
-    var processors: Int
-    var cpuModel: String
-    var kernel: String
-    var timerSlack: Int64
+public struct Machine {
+    public var processors: Int
+    public var cpuModel: String
+    public var kernel: String
+    public var timerSlack: Int64
 
     /// The 1-minute load average (other work on the machine skews every figure).
-    static func loadAverage() -> String {
+    public static func loadAverage() -> String {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
         return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
-    static func describe() -> Machine {
+    public static func describe() -> Machine {
         var model = "unknown"
         if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) {
             for line in info.split(separator: "\n") where line.hasPrefix("model name") {
@@ -240,35 +240,67 @@ struct Machine {
 
 // MARK: Context switches
 
-/// Voluntary context switches, read from /proc.
-enum ContextSwitches {
+/// Voluntary context switches: times a thread gave up the CPU to wait.
+public enum ContextSwitches {
     /// The calling process's main thread (what /proc/self/status reports).
-    static func mainThread() -> Int64 {
-        read("/proc/self/status") ?? -1
-    }
-
-    /// Every live thread of the process: the sum over /proc/self/task/*/status.
-    static func allThreads() -> Int64 {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
-        else { return -1 }
-        var total: Int64 = 0
-        for task in tasks {
-            total += read("/proc/self/task/\(task)/status") ?? 0
-        }
-        return total
-    }
-
-    private static func read(_ path: String) -> Int64? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+    public static func mainThread() -> Int64 {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
         for line in text.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
-            return Int64(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+            return Int64(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? -1
         }
-        return nil
+        return -1
+    }
+
+    /// Every thread of the process, those that have ended included
+    /// (getrusage(RUSAGE_SELF)); a sum over /proc/self/task would lose the
+    /// switches of threads that ended in between.
+    public static func allThreads() -> Int64 {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return -1 }
+        return Int64(usage.ru_nvcsw)
     }
 }
 
 /// A measured side that did not run; the benchmark exits non-zero.
-struct SideFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct SideFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+// MARK: Memory
+
+/// Counts the process's allocations in a window. A program that interposes
+/// malloc supplies it (Benchmarks/ does, with ordo-one's malloc interposer);
+/// without one, allocation columns are left empty. Counting is on only
+/// between `start` and `stop`, never while a side is timed.
+public struct MallocCounter: Sendable {
+    /// Starts counting from zero.
+    public var start: @Sendable () -> Void
+    /// Stops counting; the number of malloc-family calls since `start`.
+    public var stop: @Sendable () -> Int
+
+    public init(start: @escaping @Sendable () -> Void, stop: @escaping @Sendable () -> Int) {
+        self.start = start
+        self.stop = stop
+    }
+
+    /// The allocations `body` makes.
+    func count(_ body: () throws -> Void) rethrows -> Int {
+        start()
+        var counted = false
+        defer { if !counted { _ = stop() } }
+        try body()
+        counted = true
+        return stop()
+    }
+}
+
+/// The process's resident memory, read from /proc/self/statm.
+public enum ResidentMemory {
+    public static func bytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
 }

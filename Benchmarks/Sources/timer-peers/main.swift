@@ -1,0 +1,38 @@
+// timer-peers: `timerkit bench` with SwiftNIO added as a peer and the
+// allocations of every side counted.
+//
+//   swift run -c release timer-peers [--quick | --full] [--json] [--seed N]
+//
+// The README's side-by-side table is `--full`. Allocations are counted with
+// ordo-one's malloc interposer, switched on only while a side fills its
+// pending timers and during one warm batch of schedule+invalidate pairs,
+// never while a side is timed.
+import Foundation
+import MallocInterposerSwift
+import NIOPeers
+import TimerBench
+
+let (parsed, problem) = BenchCommand.Options.parse(CommandLine.arguments.dropFirst())
+guard let options = parsed else {
+    FileHandle.standardError.write(Data("""
+        timer-peers: \(problem ?? "bad option")
+        usage: timer-peers [--quick | --full] [--json] [--seed N]
+
+        """.utf8))
+    exit(64)
+}
+
+MallocInterposerSwift.initialize()
+var peers = NIOPeers.adding(to: .standard(options.length))
+peers.mallocs = MallocCounter(
+    start: {
+        MallocInterposerSwift.reset()
+        MallocInterposerSwift.hook()
+    },
+    stop: {
+        MallocInterposerSwift.unhook()
+        return MallocInterposerSwift.getStatistics().mallocCount
+    })
+let status = BenchCommand.run(options, peers: peers)
+try? NIOPeers.group.syncShutdownGracefully()
+exit(status)
