@@ -4,10 +4,11 @@
 # (Benchmarks/'s timer-peers: `timerkit bench` with SwiftNIO added; TimerKit
 # against Foundation, Dispatch, Task.sleep and NIO, measured in one run).
 #
-#   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
+#   scripts/run.sh            the example, then the benchmarks (about 3 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
-# C binaries go to build/release/, the Swift ones to .build/release/.
+# C binaries go to build/release/, the Swift ones to .build/release/ and
+# Benchmarks/.build/release/.
 
 set -euo pipefail
 

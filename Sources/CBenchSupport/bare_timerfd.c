@@ -30,7 +30,7 @@ static struct timespec to_timespec(int64_t ns)
 int tkb_floor_run(int64_t first_ns, int64_t period_ns, int fires, int64_t limit_ns,
                   int64_t *fire_ns, uint64_t *expirations)
 {
-    if (period_ns <= 0 || fires <= 0 || first_ns < 0 || fire_ns == NULL || expirations == NULL)
+    if (period_ns <= 0 || fires <= 0 || first_ns <= 0 || fire_ns == NULL || expirations == NULL)
         return -EINVAL;
 
     int result = 0;
@@ -59,26 +59,36 @@ int tkb_floor_run(int64_t first_ns, int64_t period_ns, int fires, int64_t limit_
         int64_t now = monotonic_ns();
         if (now >= limit_ns)
             break;
-        /* Rounded up, so the wait never ends before the limit. */
-        int64_t wait_ms = (limit_ns - now + 999999) / 1000000;
-        int ready = epoll_wait(epoll_fd, &event, 1, wait_ms > 60000 ? 60000 : (int)wait_ms);
-        int64_t woke = monotonic_ns();
+        /* Rounded up, so the wait never ends before the limit; at most 60 s
+           a wait (the loop checks the limit again). */
+        int64_t left = limit_ns - now;
+        int wait_ms = left >= 60000LL * 1000000 ? 60000 : (int)((left + 999999) / 1000000);
+        int ready = epoll_wait(epoll_fd, &event, 1, wait_ms);
         if (ready < 0) {
-            if (errno == EINTR)
+            int error = errno;
+            if (error == EINTR)
                 continue;
-            result = -errno;
+            result = -error;
             goto out;
         }
         if (ready == 0)
             continue;
         uint64_t count = 0;
-        if (read(timer_fd, &count, sizeof count) != (ssize_t)sizeof count) {
-            if (errno == EAGAIN || errno == EINTR)
+        ssize_t got = read(timer_fd, &count, sizeof count);
+        if (got < 0) {
+            int error = errno;
+            if (error == EAGAIN || error == EINTR)
                 continue;
-            result = -errno;
+            result = -error;
             goto out;
         }
-        fire_ns[recorded] = woke;
+        if (got != (ssize_t)sizeof count) {
+            result = -EIO;
+            goto out;
+        }
+        /* Read after the expiration count, so the count never includes an
+           expiration later than the time recorded. */
+        fire_ns[recorded] = monotonic_ns();
         expirations[recorded] = count;
         recorded++;
     }

@@ -10,7 +10,8 @@ public enum BenchCommand {
         case quick
         /// About a minute and a half.
         case standard
-        /// Several minutes: 1M pending timers, more rounds; the README's table.
+        /// About two and a half minutes: 1M pending timers, more rounds; the
+        /// README's table.
         case full
     }
 

@@ -60,7 +60,9 @@ final class CoalescingLog: @unchecked Sendable {
         self.first = first
         self.periods = periods
         self.end = end
-        lateness.reserveCapacity(Int(Double(periods.count) * 3))
+        // Room for every fire of the run, so that no fire grows the array.
+        let start = first.min() ?? end
+        lateness.reserveCapacity(periods.reduce(0) { $0 + Int(max(end - start, 0) / $1) + 2 })
     }
 
     var fires: Int { lateness.count }

@@ -165,8 +165,7 @@ public enum LatenessBench {
             progress("lateness: \(micros(period)) us period, \(rounds) rounds x \(spec.fires) fires per side")
             let foundation = peers.firstIndex { $0 is FoundationLateness }
             // Round -1 warms every side up (threads, caches, lazily started
-            // services) and lets the previous part's background work finish;
-            // its fires are not kept.
+            // services); its fires are not kept.
             for round in -1..<rounds {
                 if round > 0 && round % 10 == 0 {
                     progress("lateness: \(micros(period)) us period, round \(round) of \(rounds)")
@@ -463,7 +462,9 @@ public final class TaskWaiter: @unchecked Sendable {
         let waitNs = spec.limit(from: monotonicNanoseconds()) - monotonicNanoseconds()
         if done.wait(timeout: .now() + .nanoseconds(Int(waitNs))) == .timedOut {
             task.cancel()
-            done.wait()
+            // Bounded: a task that never runs (a starved executor) must not
+            // hang the benchmark; its round is not used.
+            _ = done.wait(timeout: .now() + .seconds(10))
             throw SideFailure("the measuring task did not finish before the time limit")
         }
         if let error { throw error }

@@ -263,7 +263,7 @@ final class DispatchScheduleSide: ScheduleSide {
 /// longer running when another side is measured).
 final class TaskSleepScheduleSide: ScheduleSide {
     let name = "Task.sleep in a Task"
-    private let progress = TaskProgress()
+    private let counts = TaskProgress()
     private var pending: [Task<Void, Never>] = []
     private var created = 0
     private var cancelled = 0
@@ -271,11 +271,11 @@ final class TaskSleepScheduleSide: ScheduleSide {
     @inline(__always)
     private func make(_ delay: Int64) -> Task<Void, Never> {
         created += 1
-        let progress = self.progress
+        let counts = self.counts
         return Task.detached {
-            progress.started.add(1, ordering: .relaxed)
+            counts.started.add(1, ordering: .relaxed)
             try? await Task.sleep(for: .nanoseconds(delay))
-            progress.ended.add(1, ordering: .relaxed)
+            if Task.isCancelled { counts.ended.add(1, ordering: .relaxed) }
         }
     }
 
@@ -303,11 +303,17 @@ final class TaskSleepScheduleSide: ScheduleSide {
     }
 
     /// Waits until every task made has started its sleep and every
-    /// cancelled one has ended.
+    /// cancelled one has ended (giving up after a minute, with a warning:
+    /// the global executor may be starved by the caller's own thread).
     func settle() {
-        while progress.started.load(ordering: .relaxed) < created
-            || progress.ended.load(ordering: .relaxed) < cancelled
+        let limit = monotonicNanoseconds() + 60_000_000_000
+        while counts.started.load(ordering: .relaxed) < created
+            || counts.ended.load(ordering: .relaxed) < cancelled
         {
+            if monotonicNanoseconds() > limit {
+                progress("warning: Task.sleep side: tasks still starting or ending after 60 s")
+                return
+            }
             usleep(20)
         }
     }
@@ -319,7 +325,8 @@ final class TaskSleepScheduleSide: ScheduleSide {
     }
 }
 
-/// Counts of tasks that started and ended, written by the tasks.
+/// Counts of tasks that started, and of cancelled ones that ended, written
+/// by the tasks.
 final class TaskProgress: Sendable {
     let started = Atomic<Int>(0)
     let ended = Atomic<Int>(0)
@@ -396,18 +403,25 @@ enum ScheduleBench {
                     // first, so that this side's pages are counted.
                     _ = tkb_release_free_memory()
                     let rss0 = ResidentMemory.bytes()
+                    // Bytes an interposer adds to the allocations still live.
+                    var headerBytes = 0
                     if let mallocs {
                         let count = try mallocs.count {
                             try side.fill(delays)
                             side.settle()
                         }
-                        row.mallocsPerFill = Double(count) / Double(size)
+                        row.mallocsPerFill = Double(count.mallocs) / Double(size)
+                        headerBytes = mallocs.headerBytes * max(count.mallocs - count.frees, 0)
                     } else {
                         try side.fill(delays)
                         side.settle()
                     }
                     let rss1 = ResidentMemory.bytes()
-                    if let rss0, let rss1 { row.bytesPerTimer = Double(rss1 - rss0) / Double(size) }
+                    // Below 100k pending the delta is within the allocator's and
+                    // the page size's noise: not reported.
+                    if let rss0, let rss1, size >= 100_000 {
+                        row.bytesPerTimer = Double(rss1 - rss0 - headerBytes) / Double(size)
+                    }
                     sides.append(side)
                 } catch {
                     row.failed = "\(error)"
@@ -436,7 +450,7 @@ enum ScheduleBench {
                                     side.settle()
                                 }
                             }
-                            sizeRows[side.name]?.mallocsPerPair = Double(count) / Double(probe)
+                            sizeRows[side.name]?.mallocsPerPair = Double(count.mallocs) / Double(probe)
                         }
                     } catch {
                         sizeRows[side.name]?.failed = "\(error)"

@@ -272,20 +272,28 @@ public struct SideFailure: Error, CustomStringConvertible {
 /// Counts the process's allocations in a window. A program that interposes
 /// malloc supplies it (Benchmarks/ does, with ordo-one's malloc interposer);
 /// without one, allocation columns are left empty. Counting is on only
-/// between `start` and `stop`, never while a side is timed.
+/// between `start` and `stop`; the interposer itself, though, is in every
+/// allocation's path for the whole run.
 public struct MallocCounter: Sendable {
     /// Starts counting from zero.
     public var start: @Sendable () -> Void
-    /// Stops counting; the number of malloc-family calls since `start`.
-    public var stop: @Sendable () -> Int
+    /// Stops counting; the malloc-family and free calls since `start`.
+    public var stop: @Sendable () -> (mallocs: Int, frees: Int)
+    /// Bytes the interposer adds to each allocation (a header), taken off
+    /// the resident-memory figures.
+    public var headerBytes: Int
 
-    public init(start: @escaping @Sendable () -> Void, stop: @escaping @Sendable () -> Int) {
+    public init(
+        headerBytes: Int, start: @escaping @Sendable () -> Void,
+        stop: @escaping @Sendable () -> (mallocs: Int, frees: Int)
+    ) {
+        self.headerBytes = headerBytes
         self.start = start
         self.stop = stop
     }
 
-    /// The allocations `body` makes.
-    func count(_ body: () throws -> Void) rethrows -> Int {
+    /// The allocations and frees `body` makes.
+    func count(_ body: () throws -> Void) rethrows -> (mallocs: Int, frees: Int) {
         start()
         var counted = false
         defer { if !counted { _ = stop() } }

@@ -21,7 +21,7 @@ let usage = """
                run (about a minute and a half): schedule+invalidate and churn cost, memory per
                timer, wake-up lateness, tolerance and coalescing, clock reads; progress on stderr
                  --quick   a short run (a few seconds), as CI runs it
-                 --full    a long run (several minutes; 1M pending timers)
+                 --full    a longer run (about 2.5 minutes; 1M pending timers)
                  --json    the figures as JSON on stdout
                  --seed N  the seed of the random delays (else $TK_SEED, else the time)
       trusted-time

@@ -62,12 +62,14 @@ import Testing
     @Test func badInputIsRefusedWithEINVAL() {
         var times = [Int64](repeating: 0, count: 1)
         var counts = [UInt64](repeating: 0, count: 1)
-        #expect(tkb_floor_run(0, 0, 1, 1, &times, &counts) == -EINVAL)
-        #expect(tkb_floor_run(0, -5, 1, 1, &times, &counts) == -EINVAL)
-        #expect(tkb_floor_run(0, 1_000, 0, 1, &times, &counts) == -EINVAL)
+        #expect(tkb_floor_run(1, 0, 1, 1, &times, &counts) == -EINVAL)
+        #expect(tkb_floor_run(1, -5, 1, 1, &times, &counts) == -EINVAL)
+        #expect(tkb_floor_run(1, 1_000, 0, 1, &times, &counts) == -EINVAL)
+        // A zero first deadline would disarm the timerfd.
+        #expect(tkb_floor_run(0, 1_000, 1, 1, &times, &counts) == -EINVAL)
         #expect(tkb_floor_run(-1, 1_000, 1, 1, &times, &counts) == -EINVAL)
-        #expect(tkb_floor_run(0, 1_000, 1, 1, nil, &counts) == -EINVAL)
-        #expect(tkb_floor_run(0, 1_000, 1, 1, &times, nil) == -EINVAL)
+        #expect(tkb_floor_run(1, 1_000, 1, 1, nil, &counts) == -EINVAL)
+        #expect(tkb_floor_run(1, 1_000, 1, 1, &times, nil) == -EINVAL)
     }
 
     @Test func theFloorNeverWakesEarlyAndCountsExpirations() throws {
@@ -142,13 +144,16 @@ final class RecordingSide: ScheduleSide {
     func drain() { drained = true }
 }
 
-/// Counts the calls of a MallocCounter; every window reports `perWindow`.
+/// Counts the calls of a MallocCounter; every window reports `perWindow`
+/// allocations and no frees.
 final class CountingMallocs: @unchecked Sendable {
     var starts = 0
     var stops = 0
 
-    func counter(perWindow: Int) -> MallocCounter {
-        MallocCounter(start: { self.starts += 1 }, stop: { self.stops += 1; return perWindow })
+    func counter(perWindow: Int, headerBytes: Int = 0) -> MallocCounter {
+        MallocCounter(
+            headerBytes: headerBytes, start: { self.starts += 1 },
+            stop: { self.stops += 1; return (perWindow, 0) })
     }
 }
 
@@ -170,7 +175,7 @@ final class CountingMallocs: @unchecked Sendable {
             #expect(side.pairs > 0 && side.churns > 0)
             #expect(side.drained)
             #expect(row.pair.reps == 2 && row.churn.reps == 2)
-            #expect(row.pair.wallNs >= 0 && row.churn.wallNs >= 0)
+            #expect(row.pair.wallNs.isFinite && row.churn.wallNs.isFinite)
             // One window while filling (512 / 100 timers) and one of 256 pairs.
             #expect(row.mallocsPerFill == 5.12)
             #expect(row.mallocsPerPair == 2)
@@ -204,7 +209,7 @@ final class CountingMallocs: @unchecked Sendable {
     @Test func mallocCounterStopsEvenWhenTheBodyThrows() {
         let mallocs = CountingMallocs()
         let counter = mallocs.counter(perWindow: 3)
-        #expect(counter.count {} == 3)
+        #expect(counter.count {}.mallocs == 3)
         #expect(throws: SideFailure.self) { try counter.count { throw SideFailure("x") } }
         #expect(mallocs.starts == 2 && mallocs.stops == 2)
     }
@@ -238,7 +243,7 @@ final class CountingMallocs: @unchecked Sendable {
         ]
         let figures = ClockReadBench.run(readers, reads: 1_000, reps: 3)
         #expect(figures.map(\.name) == ["monotonic", "constant"])
-        #expect(figures.allSatisfy { $0.ns > 0 && $0.fastest <= $0.ns && $0.ns <= $0.slowest && $0.reads == 1_000 })
+        #expect(figures.allSatisfy { $0.ns > 0 && $0.reads == 1_000 })
     }
 
     @Test func percentilesAreNearestRank() {

@@ -19,13 +19,14 @@ extern "C" {
 /*
  * Runs a repeating timerfd from `first_ns` (CLOCK_MONOTONIC, absolute) every
  * `period_ns` until it has woken `fires` times or CLOCK_MONOTONIC passes
- * `limit_ns`. For each wake-up, stores the time read right after epoll_wait
- * returned in `fire_ns[i]` and the timerfd's expiration count (grid points
- * the wake-up stands for) in `expirations[i]`.
+ * `limit_ns`. For each wake-up, stores the timerfd's expiration count (grid
+ * points the wake-up stands for) in `expirations[i]` and the time read right
+ * after that count in `fire_ns[i]`.
  *
  * Returns the number of wake-ups recorded (fewer than `fires` only when the
- * limit passed), or a negative errno: -EINVAL for a non-positive period or
- * count or a null array, or the error of a failing system call.
+ * limit passed), or a negative errno: -EINVAL for a non-positive first
+ * deadline, period or count or a null array, -EIO for a short read of the
+ * timerfd, or the error of a failing system call.
  */
 int tkb_floor_run(int64_t first_ns, int64_t period_ns, int fires, int64_t limit_ns,
                   int64_t *fire_ns, uint64_t *expirations);
