@@ -180,6 +180,20 @@ public indirect enum JSON: Sendable {
         }
     }
 
+    /// The value on one line (`{"key": value, ...}`), for programs that
+    /// read a line at a time.
+    public func renderLine() -> String {
+        switch self {
+        case .array(let values):
+            return "[" + values.map { $0.renderLine() }.joined(separator: ", ") + "]"
+        case .object(let members):
+            return "{" + members.map { JSON.quote($0.0) + ": " + $0.1.renderLine() }
+                .joined(separator: ", ") + "}"
+        default:
+            return render()
+        }
+    }
+
     private static func quote(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {

@@ -1,4 +1,5 @@
 import Synchronization
+import TimerBench
 import TimerKit
 
 #if canImport(Glibc)
@@ -96,7 +97,7 @@ enum TrustedTimeCommand {
         let clock = TrustedClock(readings: readings)
         let changes = ChangeLog()
         clock.onWallClockChange { changes.append($0) }
-        var fields: [(String, JSONValue)] = []
+        var fields: [(String, JSON)] = []
         var failed = false
 
         if let server = options.server {
@@ -127,19 +128,19 @@ enum TrustedTimeCommand {
                 fields.append(
                     ("sntp",
                      .object([
-                        ("offset_ns", .int(m.offset.wholeNanoseconds)),
-                        ("delay_ns", .int(m.delay.wholeNanoseconds)),
-                        ("error_bound_ns", .int(m.errorBound.wholeNanoseconds)),
-                        ("server_time_ns", .int(m.serverTime.wholeNanoseconds)),
-                        ("local_wall_ns", .int(m.localWallTime.wholeNanoseconds)),
-                        ("sent_boot_ns", .int(m.sample.sentAt.offset.wholeNanoseconds)),
-                        ("received_boot_ns", .int(m.sample.receivedAt.offset.wholeNanoseconds)),
+                        ("offset_ns", .int(m.offset.nanoseconds)),
+                        ("delay_ns", .int(m.delay.nanoseconds)),
+                        ("error_bound_ns", .int(m.errorBound.nanoseconds)),
+                        ("server_time_ns", .int(m.serverTime.nanoseconds)),
+                        ("local_wall_ns", .int(m.localWallTime.nanoseconds)),
+                        ("sent_boot_ns", .int(m.sample.sentAt.offset.nanoseconds)),
+                        ("received_boot_ns", .int(m.sample.receivedAt.offset.nanoseconds)),
                         ("stratum", .int(Int64(m.stratum))),
                         ("version", .int(Int64(m.version))),
                         ("leap", .int(Int64(m.leapIndicator))),
-                        ("root_delay_ns", .int(m.rootDelay.wholeNanoseconds)),
-                        ("root_dispersion_ns", .int(m.rootDispersion.wholeNanoseconds)),
-                        ("precision_ns", .int(m.precision.wholeNanoseconds)),
+                        ("root_delay_ns", .int(m.rootDelay.nanoseconds)),
+                        ("root_dispersion_ns", .int(m.rootDispersion.nanoseconds)),
+                        ("precision_ns", .int(m.precision.nanoseconds)),
                         ("requests_sent", .int(Int64(m.requestsSent))),
                         ("replies_accepted", .int(Int64(m.repliesAccepted))),
                      ])))
@@ -159,23 +160,23 @@ enum TrustedTimeCommand {
         clock.checkWallClock()
 
         fields.append(("synced", .bool(trusted.isSynced)))
-        fields.append(("boot_ns", .int(bootBefore.offset.wholeNanoseconds)))
-        fields.append(("boot_after_ns", .int(bootAfter.offset.wholeNanoseconds)))
-        fields.append(("monotonic_ns", .int(monotonic.offset.wholeNanoseconds)))
-        fields.append(("wall_ns", .int(wall.wholeNanoseconds)))
+        fields.append(("boot_ns", .int(bootBefore.offset.nanoseconds)))
+        fields.append(("boot_after_ns", .int(bootAfter.offset.nanoseconds)))
+        fields.append(("monotonic_ns", .int(monotonic.offset.nanoseconds)))
+        fields.append(("wall_ns", .int(wall.nanoseconds)))
         fields.append(("wall_iso", .string(iso8601(wall))))
-        fields.append(("trusted_ns", .int(trusted.sinceEpoch.wholeNanoseconds)))
+        fields.append(("trusted_ns", .int(trusted.sinceEpoch.nanoseconds)))
         fields.append(("trusted_iso", .string(iso8601(trusted.sinceEpoch))))
-        fields.append(("trusted_error_ns", trusted.errorBound.map { .int($0.wholeNanoseconds) } ?? .null))
+        fields.append(("trusted_error_ns", trusted.errorBound.map { .int($0.nanoseconds) } ?? .null))
         fields.append(("source", .string(describe(trusted.source))))
-        fields.append(("wall_minus_trusted_ns", clock.wallClockOffset.map { .int($0.wholeNanoseconds) } ?? .null))
+        fields.append(("wall_minus_trusted_ns", clock.wallClockOffset.map { .int($0.nanoseconds) } ?? .null))
         fields.append(
             ("wall_clock_changes",
              .array(changes.all.map { change in
                  .object([
                     ("cause", .string(describe(change.cause))),
-                    ("change_ns", .int(change.change.wholeNanoseconds)),
-                    ("offset_ns", change.offset.map { .int($0.wholeNanoseconds) } ?? .null),
+                    ("change_ns", .int(change.change.nanoseconds)),
+                    ("offset_ns", change.offset.map { .int($0.nanoseconds) } ?? .null),
                  ])
              })))
         fields.append(("needs_sync", .bool(clock.needsSync)))
@@ -192,7 +193,7 @@ enum TrustedTimeCommand {
         }
 
         if options.json {
-            print(JSONValue.object(fields).render())
+            print(JSON.object(fields).renderLine())
         } else {
             for (name, value) in fields {
                 print("\(name): \(value.render())")
@@ -207,10 +208,10 @@ enum TrustedTimeCommand {
         let wall = readings.wall
         let bootAfter = readings.boot
         print(
-            JSONValue.object([
-                ("boot_ns", .int(bootBefore.offset.wholeNanoseconds)),
-                ("wall_ns", .int(wall.wholeNanoseconds)),
-                ("boot_after_ns", .int(bootAfter.offset.wholeNanoseconds)),
+            JSON.object([
+                ("boot_ns", .int(bootBefore.offset.nanoseconds)),
+                ("wall_ns", .int(wall.nanoseconds)),
+                ("boot_after_ns", .int(bootAfter.offset.nanoseconds)),
                 ("wall_iso", .string(iso8601(wall))),
             ]).render())
         return 0
@@ -264,56 +265,5 @@ enum TrustedTimeCommand {
         }
 
         var all: [WallClockChange] { changes.withLock { $0 } }
-    }
-
-    /// A JSON value with ordered keys.
-    private indirect enum JSONValue {
-        case int(Int64)
-        case string(String)
-        case bool(Bool)
-        case null
-        case array([JSONValue])
-        case object([(String, JSONValue)])
-
-        func render() -> String {
-            switch self {
-            case .int(let value): return String(value)
-            case .bool(let value): return value ? "true" : "false"
-            case .null: return "null"
-            case .string(let text): return JSONValue.quote(text)
-            case .array(let values): return "[" + values.map { $0.render() }.joined(separator: ", ") + "]"
-            case .object(let members):
-                return "{" + members.map { JSONValue.quote($0.0) + ": " + $0.1.render() }
-                    .joined(separator: ", ") + "}"
-            }
-        }
-
-        static func quote(_ text: String) -> String {
-            var out = "\""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
-            }
-            return out + "\""
-        }
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (saturating is not needed for the
-    /// clock readings printed here).
-    fileprivate var wholeNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
