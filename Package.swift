@@ -2,13 +2,23 @@
 //
 // TimerKit: a Linux timing library for Swift with a C core.
 //
-// The C core's public header and module map live in the top-level `include/`
-// folder, so that C programs use the same `-Iinclude` path as Swift. SwiftPM
-// only accepts a public headers folder inside the target's own path, hence
-// the C target is rooted at the package folder with its sources narrowed to
-// Sources/CTimerCore. The C tests, the fuzzer, the benchmark and the example
-// are plain C programs built by scripts/test.sh and scripts/run.sh, not
-// SwiftPM targets.
+//   CTimerCore   the C core: clocks, the deadline heap, timers, the loop, the
+//                manual clock. Its header and module map are in the top-level
+//                `include/`, the path C programs use too.
+//   CTimerSNTP   the SNTP client (RFC 4330) in C, a module of its own.
+//   TimerKit     the Swift API over the core: loops, timers, modes, perform
+//                requests, clocks, ticks, the manual clock.
+//   TrustedTime  server time carried on the boot clock: TrustedClock, time
+//                samples, HTTP dates, the SNTP source, persistence.
+//   timerkit     the command: `timerkit clocks`, `timerkit trusted-time`.
+//
+// No package dependencies. The benchmarks, which compare TimerKit with
+// SwiftNIO and others, are the package in Benchmarks/.
+//
+// SwiftPM only accepts a public headers folder inside the target's own path,
+// hence the core is rooted at the package folder with its sources narrowed to
+// Sources/CTimerCore. The C tests, the fuzzers and the C example are plain C
+// programs built by scripts/test.sh and scripts/run.sh.
 
 import PackageDescription
 
@@ -17,10 +27,8 @@ let package = Package(
     products: [
         .library(name: "CTimerCore", targets: ["CTimerCore"]),
         .library(name: "TimerKit", targets: ["TimerKit"]),
+        .library(name: "TrustedTime", targets: ["TrustedTime"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
-        // The side-by-side benchmarks (`timerkit bench`, and Benchmarks/,
-        // which adds SwiftNIO): TimerKit and its peers measured in one run.
-        .library(name: "TimerBench", targets: ["TimerBench"]),
     ],
     targets: [
         .target(
@@ -37,30 +45,30 @@ let package = Package(
             ]
         ),
         .target(
-            name: "TimerKit",
-            dependencies: ["CTimerCore"]
-        ),
-        .target(
-            name: "CBenchSupport",
+            name: "CTimerSNTP",
             cSettings: [
                 .define("_GNU_SOURCE"),
             ]
         ),
         .target(
-            name: "TimerBench",
-            dependencies: ["TimerKit", "CTimerCore", "CBenchSupport"]
+            name: "TimerKit",
+            dependencies: ["CTimerCore"]
+        ),
+        .target(
+            name: "TrustedTime",
+            dependencies: ["TimerKit", "CTimerCore", "CTimerSNTP"]
         ),
         .executableTarget(
             name: "timerkit",
-            dependencies: ["TimerBench", "TimerKit", "CTimerCore"]
+            dependencies: ["TimerKit", "TrustedTime", "CTimerCore"]
         ),
         .testTarget(
             name: "TimerKitTests",
             dependencies: ["TimerKit", "CTimerCore"]
         ),
         .testTarget(
-            name: "TimerBenchTests",
-            dependencies: ["TimerBench", "CBenchSupport"]
+            name: "TrustedTimeTests",
+            dependencies: ["TrustedTime", "TimerKit"]
         ),
     ],
     swiftLanguageModes: [.v6]

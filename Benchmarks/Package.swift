@@ -9,8 +9,13 @@
 //                                     TimerKit against Foundation, Dispatch,
 //                                     Task.sleep and SwiftNIO (the README's table)
 //
-// Both use the root package's TimerBench library (the peers that need no
-// package) and add SwiftNIO's event loop as a peer (NIOPeers).
+//   swift test                        the harness's own tests (TimerBenchTests)
+//
+// TimerBench is the harness and the peers that need no package (Foundation,
+// Dispatch, Task.sleep, the C core); CBenchSupport its C side (the bare
+// timerfd floor); NIOPeers adds SwiftNIO's event loop as a peer.
+// CTimerCoreBench/core_bench.c, the C core's own benchmark, is a plain C
+// program (scripts/run.sh builds it).
 
 import PackageDescription
 
@@ -24,9 +29,27 @@ let package = Package(
     ],
     targets: [
         .target(
+            name: "CBenchSupport",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+            ]
+        ),
+        .target(
+            name: "TimerBench",
+            dependencies: [
+                "CBenchSupport",
+                .product(name: "TimerKit", package: "TimerKit"),
+                .product(name: "CTimerCore", package: "TimerKit"),
+            ]
+        ),
+        .testTarget(
+            name: "TimerBenchTests",
+            dependencies: ["TimerBench", "CBenchSupport"]
+        ),
+        .target(
             name: "NIOPeers",
             dependencies: [
-                .product(name: "TimerBench", package: "TimerKit"),
+                "TimerBench",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -35,7 +58,7 @@ let package = Package(
             name: "timer-peers",
             dependencies: [
                 "NIOPeers",
-                .product(name: "TimerBench", package: "TimerKit"),
+                "TimerBench",
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
@@ -43,7 +66,7 @@ let package = Package(
             name: "TimerBenchmarks",
             dependencies: [
                 "NIOPeers",
-                .product(name: "TimerBench", package: "TimerKit"),
+                "TimerBench",
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/TimerBenchmarks",

@@ -210,6 +210,24 @@ int tk_boot_id(char *buffer, size_t size);
 int tk_timer_slack(int64_t *slack_ns);
 
 /* ------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------ */
+
+/**
+ * What an errno value means, in words: "Cannot allocate memory" for ENOMEM
+ * or -ENOMEM (every tk_ function returns errors negated). Never NULL:
+ * "Unknown error" for a value with no meaning. Thread-safe; the string is
+ * constant.
+ */
+const char *tk_strerror(int error);
+
+/**
+ * The symbolic name of an errno value, "ENOMEM" for ENOMEM or -ENOMEM, or
+ * NULL for a value with no name. Thread-safe; the string is constant.
+ */
+const char *tk_errno_name(int error);
+
+/* ------------------------------------------------------------------------
  * Loops
  * ------------------------------------------------------------------------ */
 

@@ -1,6 +1,5 @@
 import CTimerCore
 import Foundation
-import TimerBench
 import TimerKit
 
 /// `timerkit clocks`: every clock's reading and resolution, through the Swift

@@ -1,6 +1,6 @@
 import Synchronization
-import TimerBench
 import TimerKit
+import TrustedTime
 
 #if canImport(Glibc)
 import Glibc
@@ -196,7 +196,7 @@ enum TrustedTimeCommand {
             print(JSON.object(fields).renderLine())
         } else {
             for (name, value) in fields {
-                print("\(name): \(value.render())")
+                print("\(name): \(value.renderLine())")
             }
         }
         return failed ? 1 : 0

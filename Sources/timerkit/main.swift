@@ -1,29 +1,19 @@
 // timerkit: a command-line tool for TimerKit.
 //
 //   timerkit clocks                          the clocks, boot id, timer slack, time suspended
-//   timerkit bench [--quick | --full] [--json] [--seed N]
-//                                            TimerKit against Foundation, Dispatch and the
-//                                            standard library, measured in one run
-//   timerkit trusted-time --server ADDRESS [--port N] ...
+//   timerkit trusted-time --server HOST [--port N] ...
 //                                            sync a trusted clock from an SNTP server
+//
+// The side-by-side benchmarks are in Benchmarks/ (`timer-peers`).
 import Foundation
-import TimerBench
 
 let usage = """
     usage: timerkit clocks
-           timerkit bench [--quick | --full] [--json] [--seed N]
            timerkit trusted-time --server ADDRESS [--port N] [--samples N] [--timeout-ms N]
                                  [--state FILE] [--no-sync] [--json]
 
-      clocks   every clock's reading and resolution (CoreClock and the C core), the boot id,
-               this thread's timer slack, and BOOTTIME - MONOTONIC (time spent suspended)
-      bench    TimerKit against Foundation Timer, DispatchSourceTimer and Task.sleep in one
-               run (about a minute and a half): schedule+invalidate and churn cost, memory per
-               timer, wake-up lateness, tolerance and coalescing, clock reads; progress on stderr
-                 --quick   a short run (a few seconds), as CI runs it
-                 --full    a longer run (about 2.5 minutes; 1M pending timers)
-                 --json    the figures as JSON on stdout
-                 --seed N  the seed of the random delays (else $TK_SEED, else the time)
+      clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
+               boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
       trusted-time
                sync a TrustedClock from an SNTP server (an IPv4 or IPv6 literal), and print
                trusted time, its error bound, the wall clock's offset and any tamper event;
@@ -40,13 +30,6 @@ func runCommand(_ arguments: [String]) -> Int32 {
     case "clocks":
         guard arguments.count == 1 else { break }
         return ClocksCommand.run()
-    case "bench":
-        let (options, problem) = BenchCommand.Options.parse(arguments.dropFirst())
-        guard let options else {
-            FileHandle.standardError.write(Data("timerkit: \(problem ?? "bad option")\n\(usage)".utf8))
-            return 64
-        }
-        return BenchCommand.run(options)
     case "trusted-time":
         return TrustedTimeCommand.run(arguments.dropFirst())
     case "-h", "--help", "help":

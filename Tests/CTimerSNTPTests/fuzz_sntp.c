@@ -31,7 +31,7 @@
  *     Sources/CTimerCore/[a-z]*.c Tests/CTimerCoreTests/fuzz_sntp.c -lpthread
  * Run:  ./a.out Tests/CTimerCoreTests/fuzz-sntp-corpus/     (add -max_total_time=N)
  */
-#include "CTimerCoreSNTP.h"
+#include "CTimerSNTP.h"
 
 #include <errno.h>
 #include <stdint.h>

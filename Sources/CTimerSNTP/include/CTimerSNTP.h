@@ -1,6 +1,6 @@
 /*
- * CTimerCoreSNTP: a Simple Network Time Protocol client (RFC 4330, with the
- * era and error rules of RFC 5905), part of TimerKit's C core.
+ * CTimerSNTP: a Simple Network Time Protocol client (RFC 4330, with the
+ * era and error rules of RFC 5905), part of TimerKit, in a module of its own.
  *
  * What it gives: the server's time at a local instant read on the boot clock
  * (CLOCK_BOOTTIME, which the user cannot set and which counts time spent
@@ -11,7 +11,7 @@
  * decoding and validating a reply, computing delay, offset and error from the
  * four timestamps of an exchange, and a blocking UDP query that does it all.
  *
- * Conventions as in CTimerCore.h: 0 or a negative errno value; times are
+ * Conventions as in CTimerCore.h (it does not need that header): 0 or a negative errno value; times are
  * signed 64-bit nanoseconds (Unix time for wall-clock values); no function
  * aborts on bad input or allocates memory.
  *
@@ -31,8 +31,8 @@
  *   -EBADMSG          transmit timestamp zero, or earlier than the receive
  *                     timestamp.
  */
-#ifndef CTIMERCORE_SNTP_H
-#define CTIMERCORE_SNTP_H
+#ifndef CTIMERSNTP_H
+#define CTIMERSNTP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -282,4 +282,4 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
 }
 #endif
 
-#endif /* CTIMERCORE_SNTP_H */
+#endif /* CTIMERSNTP_H */

@@ -1,15 +1,13 @@
 /*
  * SNTP client (RFC 4330; era and error rules of RFC 5905): timestamp
  * conversion, packets, the offset/delay/error arithmetic, and a blocking UDP
- * query on a non-blocking socket with ppoll. See CTimerCoreSNTP.h.
+ * query on a non-blocking socket with ppoll. See CTimerSNTP.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
-#include "CTimerCoreSNTP.h"
-#include "CTimerCore.h"
-#include "clock.h"
+#include "CTimerSNTP.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +45,20 @@ static int64_t add_sat_nonneg(int64_t a, int64_t b) {
 
 /* ceil(a / 2) for a >= 0. */
 static int64_t half_up(int64_t a) { return a / 2 + (a % 2); }
+
+/* Reads CLOCK_BOOTTIME or CLOCK_REALTIME in nanoseconds. clock_gettime cannot
+ * fail for these ids on Linux. */
+static int64_t read_clock(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* A non-negative duration as a timespec. */
+static struct timespec to_timespec(int64_t ns) {
+    struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
+    return ts;
+}
 
 /* ------------------------------------------------------------------------
  * Timestamps
@@ -186,8 +198,8 @@ static uint64_t random_u64(void) {
     } while (got < 0 && errno == EINTR);
     if (got == (ssize_t)sizeof value) return value;
     static _Atomic uint64_t counter;
-    uint64_t z = (uint64_t)tk__clock_read(TK_CLOCK_BOOTTIME) ^
-                 ((uint64_t)tk__clock_read(TK_CLOCK_REALTIME) << 1) ^
+    uint64_t z = (uint64_t)read_clock(CLOCK_BOOTTIME) ^
+                 ((uint64_t)read_clock(CLOCK_REALTIME) << 1) ^
                  (uint64_t)(uintptr_t)&value ^
                  (atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -331,9 +343,9 @@ static int parse_address(const char *text, uint16_t port, struct sockaddr_storag
  * Returns 1 when ready, 0 at the deadline, or -errno. EINTR-safe. */
 static int wait_for(int fd, short events, int64_t deadline) {
     for (;;) {
-        int64_t now = tk__clock_read(TK_CLOCK_BOOTTIME);
+        int64_t now = read_clock(CLOCK_BOOTTIME);
         if (now >= deadline) return 0;
-        struct timespec remaining = tk__ns_to_timespec(deadline - now);
+        struct timespec remaining = to_timespec(deadline - now);
         struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
         int ready = ppoll(&pfd, 1, &remaining, NULL);
         if (ready > 0) return 1;
@@ -398,9 +410,9 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
             outcome = rc;
             break;
         }
-        int64_t send_wall = tk__clock_read(TK_CLOCK_REALTIME);
-        int64_t send_boot = tk__clock_read(TK_CLOCK_BOOTTIME);
-        int64_t deadline = tk__add_sat(send_boot, timeout_ns);
+        int64_t send_wall = read_clock(CLOCK_REALTIME);
+        int64_t send_boot = read_clock(CLOCK_BOOTTIME);
+        int64_t deadline = add_sat_nonneg(send_boot, timeout_ns);
         rc = send_request(fd, request, deadline);
         if (rc == -ECONNREFUSED) {
             /* A port-unreachable from an earlier request, reported now. */
@@ -426,8 +438,8 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
             for (;;) {
                 uint8_t reply[1024];
                 ssize_t got = recv(fd, reply, sizeof reply, 0);
-                int64_t receive_boot = tk__clock_read(TK_CLOCK_BOOTTIME);
-                int64_t receive_wall = tk__clock_read(TK_CLOCK_REALTIME);
+                int64_t receive_boot = read_clock(CLOCK_BOOTTIME);
+                int64_t receive_wall = read_clock(CLOCK_REALTIME);
                 if (got < 0) {
                     if (errno == EINTR) continue;
                     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
