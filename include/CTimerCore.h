@@ -70,8 +70,16 @@ typedef uint32_t tk_mode_set;
 /** Mode 0, the mode a loop runs in unless told otherwise. */
 #define TK_MODE_DEFAULT 0u
 
-/** The set holding only `mode` (which must be below TK_MODE_COUNT). */
-#define TK_MODES(mode) ((tk_mode_set)1u << (mode))
+/**
+ * The set holding only `mode`. A mode outside [0, TK_MODE_COUNT) gives the
+ * empty set, which tk_loop_schedule and tk_loop_reschedule reject with
+ * -EINVAL (never an out-of-range shift). A constant expression when `mode`
+ * is one; `mode` is evaluated twice.
+ */
+#define TK_MODES(mode)                                                         \
+    ((unsigned long long)(mode) < TK_MODE_COUNT                                \
+         ? (tk_mode_set)1u << ((unsigned)(mode) & (TK_MODE_COUNT - 1))         \
+         : (tk_mode_set)0)
 
 /** Readiness events for watched file descriptors (same values as epoll's). */
 #define TK_IO_READABLE 0x001u
@@ -241,9 +249,10 @@ int tk_loop_create(tk_loop **loop);
 
 /**
  * Creates a loop on a manual clock: its three clocks start at `start_ns` and
- * move only through tk_loop_advance and tk_loop_set_manual_time. Timers fire
- * when time is advanced past them, without sleeping; file descriptors can be
- * watched as on a real loop. For deterministic tests.
+ * move only through tk_loop_advance, tk_loop_run with a deadline (see
+ * "Manual time" below) and tk_loop_set_manual_time. Timers fire when time is
+ * moved past them, without sleeping; file descriptors can be watched as on a
+ * real loop. For deterministic tests.
  */
 int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
 
@@ -287,9 +296,18 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * Returns a tk_run_result, -EINVAL for a NULL loop or a mode >= TK_MODE_COUNT,
  * -EBUSY if another thread is running the loop or this is called from a
  * callback of tk_loop_advance, or the negative errno of a failed epoll_wait /
- * timerfd call. On a manual loop, time moves only by tk_loop_advance: a run
+ * timerfd call.
+ *
+ * On a manual loop, a run with `until_ns` TK_FOREVER does not move time: it
  * fires what is due, handles descriptors and waits for them, a wake-up or a
- * stop.
+ * stop. A run with any other `until_ns` never waits: it moves the manual
+ * clocks itself, exactly as tk_loop_advance does (see "Manual time" below),
+ * polling the descriptors without blocking after each pass, until no
+ * wake-up is left up to `until_ns`; it then returns TK_RUN_TIMED_OUT with the
+ * monotonic clock at `until_ns` (or where it was, if later), or
+ * TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass at the
+ * current time; TK_RUN_ONCE moves time from wake-up to wake-up until a pass
+ * has handled something.
  */
 int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags);
 
@@ -396,6 +414,19 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 
 /* ------------------------------------------------------------------------
  * Manual time (loops made by tk_loop_create_manual)
+ *
+ * A manual loop's three clocks move together, and only when told: by
+ * tk_loop_advance, by tk_loop_run with a deadline, or one clock at a time by
+ * tk_loop_set_manual_time. Advancing and running with a deadline move time
+ * the same way: to each wake-up target in turn (the earliest deadline +
+ * leeway among the mode's timers), where every timer whose deadline has
+ * passed fires, in deadline order, with the clocks reading the wake-up time;
+ * then to the end of the span. A run also handles ready descriptors (without
+ * waiting) after each pass, can be stopped, and its callbacks may run nested
+ * runs, in other modes and with deadlines of their own, which move time too:
+ * the outer run goes on from wherever time is when the inner one returns.
+ * Timers of the outer run's mode that came due during a nested run in
+ * another mode fire at the outer run's next pass, at that time.
  * ------------------------------------------------------------------------ */
 
 /**

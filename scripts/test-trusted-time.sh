@@ -10,9 +10,13 @@
 #      system's NTP service);
 #   2. builds `timerkit` (or uses $TK_TIMERKIT, a built binary);
 #   3. starts `chronyd -x` (-x: never adjust the system clock) on a free UDP
-#      port of 127.0.0.1 with `local stratum 8`, pidfile and driftfile in a
-#      temporary directory; stops it on exit, whatever happens;
-#   4. runs `timerkit trusted-time` (the probe) without faketime as a control,
+#      port of 127.0.0.1, and of ::1 too if the loopback has IPv6, with
+#      `local stratum 8`, pidfile and driftfile in a temporary directory;
+#      stops it on exit, whatever happens; checks that it answers on every
+#      address `localhost` resolves to, so whichever comes first answers;
+#   4. runs `timerkit trusted-time` (the probe), reaching chrony by name as
+#      `--server localhost` (tk_sntp_query resolves it), without faketime as
+#      a control,
 #      then under `faketime -f -1h` with FAKETIME_DONT_FAKE_MONOTONIC=1 (only
 #      the wall clock is shifted; the boot clock stays real), then again under
 #      `-2h` restoring the saved state without syncing (a restart in the same
@@ -192,12 +196,22 @@ free_port() {
     return 1
 }
 
+# Whether the loopback has ::1 (else chronyd cannot bind it).
+has_ipv6_loopback() {
+    [ -r /proc/net/if_inet6 ] && grep -q '^00000000000000000000000000000001 ' /proc/net/if_inet6
+}
+
 start_chronyd() {
     PORT=$(free_port) || return 1
+    # Both loopbacks, so that `localhost` answers on whichever address
+    # getaddrinfo gives first (::1 first on most machines).
+    local ipv6=""
+    has_ipv6_loopback && ipv6=$'bindaddress ::1\nallow ::1'
     cat >"$WORK/chrony.conf" <<EOF
 port $PORT
 bindaddress 127.0.0.1
 allow 127.0.0.1
+$ipv6
 local stratum 8
 cmdport 0
 bindcmdaddress /
@@ -239,8 +253,28 @@ grep -q "Disabled control of system clock" "$WORK/chronyd.log" &&
     pass "chronyd reports: control of the system clock disabled" ||
     fail "chronyd reports: control of the system clock disabled"
 
+# The probe reaches chrony as `localhost`. tk_sntp_query tries its addresses
+# in getaddrinfo's order and asks the first that answers for every sample; so
+# that the counts below are exact, chrony must answer on each of them.
+LOCALHOST_ADDRESSES=$(getent ahosts localhost | awk '$2 == "DGRAM" { print $1 }' | awk '!seen[$0]++' || true)
+log "localhost resolves to: $(tr '\n' ' ' <<<"$LOCALHOST_ADDRESSES")"
+[ -n "$LOCALHOST_ADDRESSES" ] || abort "localhost resolves (getent ahosts localhost)"
+for address in $LOCALHOST_ADDRESSES; do
+    if [[ "$address" == *:* ]] && ! has_ipv6_loopback; then
+        # tk_sntp_query cannot connect there either, and moves on at once.
+        log "$address: no IPv6 loopback here, chronyd does not listen there"
+        continue
+    fi
+    if reply=$("$TIMERKIT" trusted-time --server "$address" --port "$PORT" --samples 1 \
+        --timeout-ms 1000 --json 2>/dev/null) && [ "$(field "$reply" synced)" = true ]; then
+        pass "chronyd answers on $address, an address of localhost"
+    else
+        fail "chronyd answers on $address, an address of localhost (output: ${reply:-none})"
+    fi
+done
+
 probe() {
-    "$TIMERKIT" trusted-time --server 127.0.0.1 --port "$PORT" --samples 4 --timeout-ms 1000 --json "$@"
+    "$TIMERKIT" trusted-time --server localhost --port "$PORT" --samples 4 --timeout-ms 1000 --json "$@"
 }
 
 # Runs the probe (arguments: faketime's offset or "", then probe options).
@@ -260,9 +294,9 @@ run_probe() {
 echo
 log "control run, real wall clock"
 if OUT=$(probe) && [ "$(field "$OUT" synced)" = true ]; then
-    pass "control: the probe syncs from chrony"
+    pass "control: the probe syncs from chrony as localhost"
 else
-    abort "control: the probe syncs from chrony (output: ${OUT:-none})"
+    abort "control: the probe syncs from chrony as localhost (output: ${OUT:-none})"
 fi
 echo "      $OUT"
 sntp=$(object "$OUT" sntp)
@@ -282,7 +316,7 @@ echo
 log "faketime -1h (FAKETIME_DONT_FAKE_MONOTONIC=1)"
 STATE=$WORK/trusted.state
 before=$("$TIMERKIT" trusted-time --clocks)
-if run_probe "-1h" --server 127.0.0.1 --port "$PORT" --samples 4 --timeout-ms 1000 --json \
+if run_probe "-1h" --server localhost --port "$PORT" --samples 4 --timeout-ms 1000 --json \
     --state "$STATE" && [ "$(field "$OUT" synced)" = true ]; then
     pass "faketime: the probe syncs from chrony"
 else
@@ -374,7 +408,7 @@ check "chronyd has exited" bash -c "! kill -0 $CHRONY_PID 2>/dev/null"
 CHRONY_PID=""
 status=0
 OUT=$(probe --samples 1) || status=$?
-check "no server: the probe fails (status $status): $(field "$OUT" sync_error)" \
+check "no server: the probe of localhost fails (status $status): $(field "$OUT" sync_error)" \
     test "$status" -ne 0 -a "$(field "$OUT" synced)" = false
 
 echo

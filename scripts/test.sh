@@ -10,7 +10,8 @@
 #   asan    each Tests/CTimerCoreTests/test_*.c and Tests/CTimerSNTPTests/test_*.c,
 #           built with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
 #           and run
-#   gcc     the core and each Examples/C/*.c built with gcc, example run
+#   gcc     the core and each Examples/C/*.c built with gcc, example run;
+#           the core as a shared library (gcc and clang) exports only tk_ names
 #   fuzz    Tests/CTimerCoreTests/fuzz_loop.c (the loop against its reference
 #           model) and Tests/CTimerSNTPTests/fuzz_sntp.c (the SNTP reply
 #           parser) under libFuzzer,
@@ -229,7 +230,7 @@ done
 mkdir -p build/asan build/gcc build/fuzz build/bench "$LOGS"
 end_stage "${#CORE[@]} core files, ${#SNTP[@]} SNTP files, $((${#CORE_TESTS[@]} + ${#SNTP_TESTS[@]})) C tests, ${#EXAMPLES[@]} examples"
 
-COMMON_FLAGS=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -ISources/CTimerCore
+COMMON_FLAGS=(-std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE -Iinclude -ISources/CTimerCore
     -ISources/CTimerSNTP/include -ITests/CTimerCoreTests)
 SANITIZE_FLAGS=(-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
     -fno-omit-frame-pointer)
@@ -283,7 +284,7 @@ end_stage "$((${#CORE_TESTS[@]} + ${#SNTP_TESTS[@]})) programs: $c_passed passed
 # --- gcc: second compiler, example --------------------------------------------
 
 begin_stage gcc "core and examples with gcc -O2"
-GCC_FLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -Iinclude -ISources/CTimerCore)
+GCC_FLAGS=(-std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -D_GNU_SOURCE -Iinclude -ISources/CTimerCore)
 echo "flags: ${GCC_FLAGS[*]}"
 for source in "${EXAMPLES[@]}"; do
     name=$(basename "$source" .c)
@@ -295,7 +296,29 @@ for source in "${EXAMPLES[@]}"; do
     [ "$RUN_STATUS" -eq 0 ] ||
         fail "example $name exited with status $RUN_STATUS (log: $LOGS/example-$name.log)"
 done
-end_stage "${#EXAMPLES[@]} examples built and ran"
+# A shared build of the core exports only the public tk_ names: the internal
+# tk__ ones are hidden in the sources (TK__INTERNAL), not by -fvisibility.
+for compiler in gcc "$CLANG"; do
+    tag=$(basename "$compiler")
+    library=build/gcc/libctimercore-$tag.so
+    link=()
+    [ "$compiler" = gcc ] || link=("${CLANG_LINK[@]}")
+    echo "--- exports of $library"
+    "$compiler" "${GCC_FLAGS[@]}" -shared -fPIC "${link[@]}" "${CORE[@]}" -lpthread \
+        -o "$library" || fail "$tag could not build the core as a shared library"
+    symbols=$(nm -D --defined-only "$library") || fail "nm could not read $library"
+    # Public: tk_ then a letter or digit (tk__ is internal). The linker's own
+    # names are ignored.
+    stray=$(awk '{ print $NF }' <<<"$symbols" |
+        grep -vxE '_init|_fini|__bss_start|_edata|_end|tk_[a-z0-9][a-z0-9_]*' || true)
+    if [ -n "$stray" ]; then
+        echo "$library exports names that are not public tk_ names:"
+        sed 's/^/    /' <<<"$stray"
+        fail "$tag: the shared core exports $(wc -l <<<"$stray") non-public names: $(tr '\n' ' ' <<<"$stray")"
+    fi
+    echo "$(grep -c ' tk_' <<<"$symbols") names exported, all public tk_ names"
+done
+end_stage "${#EXAMPLES[@]} examples built and ran; shared core exports only tk_ names (gcc, clang)"
 
 # --- fuzz -----------------------------------------------------------------------
 

@@ -13,8 +13,10 @@
  *   - wake-up lateness of a 1 ms periodic timer on the TimerKit loop against
  *     a bare timerfd + epoll loop, run in alternating rounds.
  *
- * Build (release), from the package root:
- *   clang -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude \
+ * Build (release), from the package root (the generator is the tests' own,
+ * Tests/CTimerCoreTests/splitmix64.h):
+ *   clang -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE -Iinclude \
+ *     -ITests/CTimerCoreTests \
  *     Sources/CTimerCore/[all .c files] Benchmarks/CTimerCoreBench/core_bench.c \
  *     -lpthread -ldl -o /tmp/core_bench
  * Run: /tmp/core_bench [--quick] [--json] [--seed N] [--reps N] [--fires N]
@@ -23,6 +25,7 @@
  * rather than producing a figure.
  */
 #include "CTimerCore.h"
+#include "splitmix64.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -171,19 +174,17 @@ static inline int64_t mono_ns(void) {
     return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
-/* splitmix64: small, fast and good enough for picking deadlines and victims. */
+/* The tests' generator (splitmix64.h): small, fast and good enough for
+ * picking deadlines and victims. */
 static uint64_t g_rng;
 
-static inline uint64_t rng_next(void) {
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n). */
+/* Uniform in [0, n): the high 64 bits of the 128-bit product of a random
+ * number and n, from 32-bit halves. */
 static inline uint64_t rng_below(uint64_t n) {
-    return (uint64_t)(((unsigned __int128)rng_next() * n) >> 64);
+    uint64_t x = rng_next(&g_rng);
+    uint64_t x0 = x & 0xffffffffu, x1 = x >> 32, n0 = n & 0xffffffffu, n1 = n >> 32;
+    uint64_t middle = ((x0 * n0) >> 32) + (x1 * n0 & 0xffffffffu) + (x0 * n1 & 0xffffffffu);
+    return x1 * n1 + (x1 * n0 >> 32) + (x0 * n1 >> 32) + (middle >> 32);
 }
 
 static inline int64_t rand_deadline(void) {

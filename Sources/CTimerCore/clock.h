@@ -6,11 +6,13 @@
 #define TK_CLOCK_H
 
 #include "CTimerCore.h"
+#include "internal.h"
 
 #include <stdint.h>
 #include <time.h>
 
-extern const clockid_t tk__clock_ids[TK_CLOCK_COUNT];
+/* The kernel clock behind each tk_clock (clock.c). */
+TK__INTERNAL extern const clockid_t tk__clock_ids[TK_CLOCK_COUNT];
 
 static inline int64_t tk__timespec_to_ns(struct timespec ts) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -11,6 +11,8 @@
 #ifndef TK_HEAP_H
 #define TK_HEAP_H
 
+#include "internal.h"
+
 #include <stdint.h>
 
 typedef struct tk__heap_entry {
@@ -42,24 +44,24 @@ static inline int tk__heap_entry_before(const tk__heap_entry *a,
     return (int32_t)(a->seq - b->seq) < 0;
 }
 
-void tk__heap_init(tk__heap *heap);
-void tk__heap_free(tk__heap *heap);
+TK__INTERNAL void tk__heap_init(tk__heap *heap);
+TK__INTERNAL void tk__heap_free(tk__heap *heap);
 
 /* Makes room for at least `capacity` entries (grows by doubling). 0 or -ENOMEM. */
-int tk__heap_reserve(tk__heap *heap, uint32_t capacity);
+TK__INTERNAL int tk__heap_reserve(tk__heap *heap, uint32_t capacity);
 
 /* Adds `entry`; requires count < capacity. */
-void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry);
+TK__INTERNAL void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry);
 
 /* Removes the entry at `index` (< count). */
-void tk__heap_remove(tk__heap *heap, uint32_t *positions, uint32_t index);
+TK__INTERNAL void tk__heap_remove(tk__heap *heap, uint32_t *positions, uint32_t index);
 
 /* Replaces the entry at `index` (same slot) with a new deadline and seq. */
-void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,
-                     int64_t deadline, uint32_t seq);
+TK__INTERNAL void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,
+                                  int64_t deadline, uint32_t seq);
 
 /* Restores heap order over the whole array (after bulk edits), in O(n). */
-void tk__heap_heapify(tk__heap *heap, uint32_t *positions);
+TK__INTERNAL void tk__heap_heapify(tk__heap *heap, uint32_t *positions);
 
 /* The earliest entry, or NULL when empty. */
 static inline const tk__heap_entry *tk__heap_top(const tk__heap *heap) {

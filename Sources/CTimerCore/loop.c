@@ -11,6 +11,11 @@
  * that schedules an earlier timer while the loop sleeps re-arms the timerfd
  * itself.
  *
+ * A manual loop has no timerfds. Run without a deadline, it waits only for
+ * descriptors, wake-ups and stops; run with one, it does not wait at all: it
+ * polls the descriptors and moves its manual clocks to the next wake-up
+ * (tk__manual_step, manual.c) after each pass.
+ *
  * Reading order: create and destroy, clocks and arming, waiting and events,
  * run, then watched descriptors.
  */
@@ -331,6 +336,9 @@ static void read_clocks_in_use(const tk_loop *loop, int64_t now[TK_CLOCK_COUNT])
 
 static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
     struct epoll_event events[EVENT_BATCH];
+    /* A manual loop's run with a deadline does not wait for time: it moves
+     * it, as tk_loop_advance does, and only polls the descriptors. */
+    int moves_time = loop->manual && until_ns != TK_FOREVER;
     int waited = 0;
     int64_t handled = 0;
     for (;;) {
@@ -355,20 +363,31 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         }
         if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
         /* `now` may be a little stale after the callbacks: a target that
-         * passed meanwhile arms a timerfd in the past, which fires at once. */
-        if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
+         * passed meanwhile arms a timerfd in the past, which fires at once.
+         * A run that moves time ends below, when no wake-up is left up to
+         * until_ns, as tk_loop_advance ends. */
+        if (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT))) {
+            return TK_RUN_TIMED_OUT;
+        }
 
-        int timeout_ms;
-        int result = plan_wait(loop, now, until_ns, &timeout_ms);
-        if (result < 0) return result;
-        if ((flags & TK_RUN_NOWAIT) || loop->wakeup_requested) timeout_ms = 0;
-        loop->sleeping = 1;
-        pthread_mutex_unlock(&loop->lock);
-        int count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, timeout_ms);
-        int wait_error = count < 0 ? errno : 0;
-        pthread_mutex_lock(&loop->lock);
-        loop->sleeping = 0;
-        loop->stats.wakeups++;
+        int count, wait_error;
+        if (moves_time) {
+            /* Descriptors are only polled: time moves below instead. */
+            count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
+            wait_error = count < 0 ? errno : 0;
+        } else {
+            int timeout_ms;
+            int result = plan_wait(loop, now, until_ns, &timeout_ms);
+            if (result < 0) return result;
+            if ((flags & TK_RUN_NOWAIT) || loop->wakeup_requested) timeout_ms = 0;
+            loop->sleeping = 1;
+            pthread_mutex_unlock(&loop->lock);
+            count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, timeout_ms);
+            wait_error = count < 0 ? errno : 0;
+            pthread_mutex_lock(&loop->lock);
+            loop->sleeping = 0;
+            loop->stats.wakeups++;
+        }
         waited = 1;
         if (count < 0) {
             if (wait_error == EINTR) continue;
@@ -378,6 +397,11 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         if (loop->wakeup_requested) {
             loop->wakeup_requested = 0;
             handled++;
+        }
+        /* Time moves unless the run is about to return anyway. */
+        if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
+            !((flags & TK_RUN_ONCE) && handled > 0) && !tk__manual_step(loop, mode, until_ns)) {
+            return TK_RUN_TIMED_OUT;
         }
     }
 }

@@ -2,7 +2,8 @@
  * The loop's internal state, shared by the three files that work on it:
  *   timers.c  the timer table: schedule, cancel, fire, the wake-up target;
  *   loop.c    the real loop: epoll, the timerfds, the eventfd, watched fds;
- *   manual.c  the manual clock used by deterministic tests.
+ *   manual.c  manual time: tk_loop_advance, and the steps a run with a
+ *             deadline takes on a manual loop.
  *
  * Locking: every field below is guarded by `lock`, which is never held while
  * a user callback runs.
@@ -12,6 +13,7 @@
 
 #include "CTimerCore.h"
 #include "heap.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -111,9 +113,9 @@ struct tk_loop {
 #define TK__DISARMED INT64_MIN
 
 /* timers.c */
-void tk__timers_init(tk_loop *loop);
+TK__INTERNAL void tk__timers_init(tk_loop *loop);
 /* Frees the table, handing each live timer's context to the release handler. */
-void tk__timers_free(tk_loop *loop);
+TK__INTERNAL void tk__timers_free(tk_loop *loop);
 
 /*
  * One pass: fires, in deadline order, every due timer of `mode` that was
@@ -122,34 +124,50 @@ void tk__timers_free(tk_loop *loop);
  * run, or -ENOMEM. Called and returns with the lock held; drops it around
  * each callback. With `stoppable`, returns early once a stop is requested.
  */
-int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_CLOCK_COUNT],
-                            int stoppable);
+TK__INTERNAL int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode,
+                                         const int64_t now[TK_CLOCK_COUNT], int stoppable);
 
 /*
  * The earliest (deadline + leeway) on `clock` among the timers of `mode`, or
  * INT64_MAX if none. `visit_limit` (0: none) bounds the search; past it the
  * result may be earlier than the exact answer, which only costs a wake-up.
  */
-int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
-                               uint32_t visit_limit);
+TK__INTERNAL int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock,
+                                            unsigned mode, uint32_t visit_limit);
+
+/* Whether a timer of `mode` is parked (due, waiting for a pass in one of its
+ * modes). Makes parked_modes exact when it has to look. */
+TK__INTERNAL int tk__timers_parked_in(tk_loop *loop, unsigned mode);
 
 /* loop.c */
 
 /* Creates the timerfd for `clock` if the loop has none yet. 0 or -errno. */
-int tk__loop_open_clock(tk_loop *loop, tk_clock clock);
+TK__INTERNAL int tk__loop_open_clock(tk_loop *loop, tk_clock clock);
 
 /* If the loop is asleep in `mode`'s run and `target` is earlier than what
  * `clock`'s timerfd is armed for, re-arms it. Lock held. */
-void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target);
+TK__INTERNAL void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes,
+                                       int64_t target);
 
 /* Calls the clock-change function with the lock dropped. */
-void tk__loop_report_clock_change(tk_loop *loop);
+TK__INTERNAL void tk__loop_report_clock_change(tk_loop *loop);
 
 /* Wakes the loop if it sleeps in epoll_wait. 0 or -errno. Lock held. */
-int tk__loop_kick(tk_loop *loop);
+TK__INTERNAL int tk__loop_kick(tk_loop *loop);
 
 /* Claims the loop for the calling thread (depth++), or -EBUSY. */
-int tk__loop_enter(tk_loop *loop, int advancing);
-void tk__loop_leave(tk_loop *loop);
+TK__INTERNAL int tk__loop_enter(tk_loop *loop, int advancing);
+TK__INTERNAL void tk__loop_leave(tk_loop *loop);
+
+/* manual.c */
+
+/*
+ * Moves a manual loop's three clocks together to the next wake-up of `mode`
+ * (the earliest deadline + leeway among its timers, or at once if a timer of
+ * the mode is parked) and returns 1, or, if that lies beyond `end` on the
+ * monotonic clock or there is none, moves them to `end` (never back) and
+ * returns 0. Counts a wake-up for each 1. Lock held.
+ */
+TK__INTERNAL int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end);
 
 #endif /* TK_LOOP_INTERNAL_H */

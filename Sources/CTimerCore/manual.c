@@ -3,7 +3,9 @@
  *
  * tk_loop_advance replays what the real loop would do over a span of time,
  * without sleeping: it jumps to each wake-up target in turn and runs a pass
- * there. Deterministic tests of timers (and of code built on them) use this.
+ * there. A run with a deadline on a manual loop (tk_loop_run in loop.c)
+ * moves time the same way, one tk__manual_step after each of its passes.
+ * Deterministic tests of timers (and of code built on them) use this.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -15,9 +17,12 @@
 #include <errno.h>
 
 /* How far the loop's time may move before the next wake-up: the earliest
- * target, relative to each clock's own reading (the clocks move together). */
-static int64_t next_wakeup_in(const tk_loop *loop, unsigned mode) {
-    int64_t soonest = INT64_MAX;
+ * target, relative to each clock's own reading (the clocks move together).
+ * INT64_MAX if there is none. */
+static int64_t next_wakeup_in(tk_loop *loop, unsigned mode) {
+    /* Timers of the mode that a nested run in another mode parked are due:
+     * their wake-up is now. */
+    int64_t soonest = tk__timers_parked_in(loop, mode) ? 0 : INT64_MAX;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0);
         if (target == INT64_MAX) continue;
@@ -33,6 +38,19 @@ static void move_clocks(tk_loop *loop, int64_t by) {
     }
 }
 
+int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
+    int64_t in = next_wakeup_in(loop, mode);
+    int64_t left = tk__sub_sat(end, loop->manual_now[TK_CLOCK_MONOTONIC]);
+    if (in == INT64_MAX || in > left) {
+        /* A callback may have set the monotonic clock past `end` already. */
+        if (left > 0) move_clocks(loop, left);
+        return 0;
+    }
+    move_clocks(loop, in > 0 ? in : 0);
+    loop->stats.wakeups++;
+    return 1;
+}
+
 static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
     int64_t start = loop->manual_now[TK_CLOCK_MONOTONIC];
     int64_t end = tk__add_sat(start, delta_ns);
@@ -41,19 +59,11 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
         loop->wall_step_pending = 0;
         tk__loop_report_clock_change(loop);
     }
-    for (;;) {
+    do {
         int64_t count = tk__timers_fire_due(loop, mode, loop->manual_now, 0);
         if (count < 0) return count;
         fired += count;
-        int64_t in = next_wakeup_in(loop, mode);
-        int64_t left = end - loop->manual_now[TK_CLOCK_MONOTONIC];
-        if (in == INT64_MAX || in > left) break;
-        move_clocks(loop, in > 0 ? in : 0);
-        loop->stats.wakeups++;
-    }
-    /* A callback may have set the monotonic clock past `end` already. */
-    int64_t rest = end - loop->manual_now[TK_CLOCK_MONOTONIC];
-    if (rest > 0) move_clocks(loop, rest);
+    } while (tk__manual_step(loop, mode, end));
     return fired;
 }
 

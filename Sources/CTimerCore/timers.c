@@ -415,6 +415,18 @@ static void unpark(tk_loop *loop, unsigned mode) {
     loop->parked_modes = remaining;
 }
 
+int tk__timers_parked_in(tk_loop *loop, unsigned mode) {
+    tk_mode_set bit = TK_MODES(mode);
+    if (!(loop->parked_modes & bit)) return 0;
+    /* A superset (cancelling a parked timer leaves its modes): recompute. */
+    tk_mode_set modes = 0;
+    for (uint32_t index = 0; index < loop->parked.count; index++) {
+        modes |= loop->timers[loop->parked.entries[index].slot].modes;
+    }
+    loop->parked_modes = modes;
+    return (modes & bit) != 0;
+}
+
 static void park(tk_loop *loop, tk__heap_entry entry) {
     tk__timer *timer = &loop->timers[entry.slot];
     uint32_t index = loop->parked.count++;
@@ -427,13 +439,21 @@ static void park(tk_loop *loop, tk__heap_entry entry) {
 /* The next deadline on a repeating timer's grid after `now`, and how many
  * grid points were skipped on the way. Exact over the whole int64 range (a
  * timer can be more than INT64_MAX late); a next deadline past INT64_MAX
- * saturates, which means never. */
+ * saturates, which means never. In 64-bit arithmetic: the lateness, below
+ * 2^64, is exact as unsigned; the last grid point passed, deadline +
+ * skipped * interval, lies between `deadline` and `now`, so the product (at
+ * most the lateness) and the sum cannot overflow; only adding the last
+ * interval can. */
 static int64_t next_on_grid(int64_t deadline, int64_t interval, int64_t now, uint64_t *missed) {
     uint64_t late = now > deadline ? (uint64_t)now - (uint64_t)deadline : 0;
     uint64_t skipped = late / (uint64_t)interval;
     *missed = skipped;
-    __int128 next = (__int128)deadline + ((__int128)skipped + 1) * interval;
-    return next > INT64_MAX ? INT64_MAX : (int64_t)next;
+    int64_t next;
+    if (__builtin_add_overflow(deadline, skipped * (uint64_t)interval, &next) ||
+        __builtin_add_overflow(next, interval, &next)) {
+        return INT64_MAX;
+    }
+    return next;
 }
 
 /* The due entry to fire next across all clocks: the most overdue, then the

@@ -1,7 +1,8 @@
 /*
  * SNTP client (RFC 4330; era and error rules of RFC 5905): timestamp
  * conversion, packets, the offset/delay/error arithmetic, and a blocking UDP
- * query on a non-blocking socket with ppoll. See CTimerSNTP.h.
+ * query on a non-blocking socket with ppoll, to an address literal or to the
+ * addresses of a host name resolved on a helper thread. See CTimerSNTP.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -9,12 +10,20 @@
 
 #include "CTimerSNTP.h"
 
+#include "sntp_internal.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -355,6 +364,223 @@ static int wait_for(int fd, short events, int64_t deadline) {
     }
 }
 
+/* ------------------------------------------------------------------------
+ * Host names
+ *
+ * getaddrinfo blocks for as long as the resolver likes (resolv.conf's
+ * timeout times attempts times servers), so it runs on a detached helper
+ * thread, and the query waits for it with ppoll on an eventfd against the
+ * boot-clock deadline, like every other wait here. A lookup that misses the
+ * deadline is abandoned, not cancelled (getaddrinfo cannot be interrupted):
+ * the query and the thread each hold a reference to it, and whichever lets
+ * go last frees the list, the eventfd and the lookup.
+ *
+ * Not getaddrinfo_a: gai_cancel cannot stop a lookup that is running, so its
+ * gaicb would have to outlive the query all the same, and the only
+ * completion notice that is not a signal, SIGEV_THREAD, starts its thread
+ * inside glibc and drops the notice if that fails; gai_cancel of a lookup
+ * still queued leaks glibc's own wait list (__gai_remove_request unlinks the
+ * request and forgets its `waiting`); gai_suspend's timeout runs on the wall
+ * clock (a pthread_cond_timedwait on CLOCK_REALTIME), which this module is
+ * built not to trust; and musl has none of it.
+ * ------------------------------------------------------------------------ */
+
+/* The longest host name, without a final root dot (255 octets on the wire),
+ * and the longest label. */
+#define MAX_NAME_LENGTH 253
+#define MAX_LABEL_LENGTH 63
+
+/* 0 if `text` can be a host name: labels of 1..63 letters, digits, '-' or
+ * '_', separated by dots, 253 characters at most (254 with a final dot);
+ * else -EINVAL. Everything else ("", "a..b", "[::1]", "host:123", spaces,
+ * non-ASCII: use the IDNA "xn--" form) never reaches the resolver. */
+static int check_name(const char *text) {
+    size_t length = strnlen(text, MAX_NAME_LENGTH + 2);
+    if (length > 0 && text[length - 1] == '.') length--;
+    if (length == 0 || length > MAX_NAME_LENGTH) return -EINVAL;
+    size_t label = 0;
+    for (size_t i = 0; i < length; i++) {
+        char c = text[i];
+        if (c == '.') {
+            if (label == 0) return -EINVAL;
+            label = 0;
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_') {
+            if (++label > MAX_LABEL_LENGTH) return -EINVAL;
+        } else {
+            return -EINVAL;
+        }
+    }
+    return label == 0 ? -EINVAL : 0;
+}
+
+/* The resolver lookups use: NULL for getaddrinfo/freeaddrinfo, else the
+ * tests' stand-ins (sntp_internal.h). */
+static pthread_mutex_t resolver_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk__sntp_resolve_fn resolver_resolve;
+static tk__sntp_free_fn resolver_free;
+
+void tk__sntp_set_resolver(tk__sntp_resolve_fn resolve, tk__sntp_free_fn release) {
+    pthread_mutex_lock(&resolver_lock);
+    resolver_resolve = resolve != NULL && release != NULL ? resolve : NULL;
+    resolver_free = resolve != NULL && release != NULL ? release : NULL;
+    pthread_mutex_unlock(&resolver_lock);
+}
+
+static int real_getaddrinfo(const char *name, const char *service, const struct addrinfo *hints,
+                            struct addrinfo **list) {
+    return getaddrinfo(name, service, hints, list);
+}
+
+static void real_freeaddrinfo(struct addrinfo *list) { freeaddrinfo(list); }
+
+/* One name lookup, shared by the query and the helper thread. */
+typedef struct lookup {
+    atomic_int references; /* the query's and the helper thread's */
+    atomic_int done;       /* set (release) once status, error and list are */
+    int event_fd;          /* written once done */
+    int status;            /* what the resolver returned */
+    int error;             /* errno after it (for EAI_SYSTEM) */
+    struct addrinfo *list; /* its list, if status is 0 */
+    tk__sntp_resolve_fn resolve;
+    tk__sntp_free_fn release;
+    struct addrinfo hints;
+    char service[8];
+    char name[]; /* a copy: the caller's string may be gone when the lookup ends */
+} lookup;
+
+/* Drops a reference; the last one frees the lookup and what it holds. */
+static void lookup_unref(lookup *l) {
+    if (atomic_fetch_sub_explicit(&l->references, 1, memory_order_acq_rel) != 1) return;
+    if (l->status == 0 && l->list != NULL) l->release(l->list);
+    close(l->event_fd);
+    free(l);
+}
+
+/* The helper thread: resolves, publishes, signals, lets go. Every signal is
+ * blocked here (see lookup_start), so no handler of the program runs on it
+ * and nothing interrupts the write. */
+static void *lookup_main(void *arg) {
+    lookup *l = arg;
+    struct addrinfo *list = NULL;
+    errno = 0;
+    int status = l->resolve(l->name, l->service, &l->hints, &list);
+    int error = errno;
+    l->status = status;
+    l->error = error;
+    l->list = status == 0 ? list : NULL;
+    atomic_store_explicit(&l->done, 1, memory_order_release);
+    uint64_t one = 1;
+    ssize_t written;
+    do {
+        written = write(l->event_fd, &one, sizeof one);
+    } while (written < 0 && errno == EINTR);
+    lookup_unref(l);
+    return NULL;
+}
+
+/* A resolver's error as a negative errno (see CTimerSNTP.h). */
+static int lookup_error(int status, int error) {
+    switch (status) {
+    case EAI_AGAIN:
+        return -EAGAIN;
+    case EAI_MEMORY:
+        return -ENOMEM;
+    case EAI_SYSTEM:
+        return error > 0 ? -error : -EIO;
+    case EAI_FAIL:
+        return -EREMOTEIO;
+    default:
+        /* EAI_NONAME, EAI_NODATA, EAI_FAMILY, EAI_ADDRFAMILY; and the ones
+         * these hints cannot cause (EAI_SERVICE, EAI_SOCKTYPE, ...). */
+        return -ENXIO;
+    }
+}
+
+/* Resolves `name` (checked by check_name) for `port` before the boot clock
+ * reaches `deadline`. 0 with the finished lookup in `*out` (its status 0, its
+ * list to read, then lookup_unref), or a negative errno: the resolver's
+ * error, -ETIMEDOUT, or that of calloc (-ENOMEM), eventfd, pthread_create
+ * (-EAGAIN) or ppoll. */
+static int lookup_run(const char *name, uint16_t port, int64_t deadline, lookup **out) {
+    size_t length = strlen(name);
+    lookup *l = calloc(1, sizeof *l + length + 1);
+    if (l == NULL) return -ENOMEM;
+    memcpy(l->name, name, length + 1);
+    snprintf(l->service, sizeof l->service, "%u", (unsigned)port);
+    l->hints.ai_family = AF_UNSPEC;
+    l->hints.ai_socktype = SOCK_DGRAM;
+    l->hints.ai_protocol = IPPROTO_UDP;
+    l->hints.ai_flags = AI_NUMERICSERV;
+    pthread_mutex_lock(&resolver_lock);
+    l->resolve = resolver_resolve != NULL ? resolver_resolve : real_getaddrinfo;
+    l->release = resolver_free != NULL ? resolver_free : real_freeaddrinfo;
+    pthread_mutex_unlock(&resolver_lock);
+    atomic_init(&l->references, 2);
+    atomic_init(&l->done, 0);
+    l->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->event_fd < 0) {
+        int rc = -errno;
+        free(l);
+        return rc;
+    }
+
+    /* Detached, with every signal blocked: the thread inherits the mask it
+     * is created under, so block them around pthread_create. */
+    pthread_attr_t attributes;
+    int rc = pthread_attr_init(&attributes);
+    if (rc == 0) {
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        pthread_t thread;
+        rc = pthread_create(&thread, &attributes, lookup_main, l);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        pthread_attr_destroy(&attributes);
+    }
+    if (rc != 0) {
+        close(l->event_fd);
+        free(l);
+        return -rc;
+    }
+
+    for (;;) {
+        if (atomic_load_explicit(&l->done, memory_order_acquire)) break;
+        int ready = wait_for(l->event_fd, POLLIN, deadline);
+        if (ready <= 0 && !atomic_load_explicit(&l->done, memory_order_acquire)) {
+            /* Abandoned: the helper thread frees it all when the resolver
+             * returns. */
+            lookup_unref(l);
+            return ready < 0 ? ready : -ETIMEDOUT;
+        }
+    }
+    if (l->status != 0) {
+        rc = lookup_error(l->status, l->error);
+        lookup_unref(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Asking one address
+ * ------------------------------------------------------------------------ */
+
+/* A query across the addresses it tries. */
+typedef struct query {
+    int64_t timeout_ns;
+    unsigned samples;
+    tk_sntp_result *result; /* the caller's, for a kiss-of-death */
+    tk_sntp_result best;
+    int have_best;
+    uint32_t sent, accepted; /* over every address */
+} query;
+
+/* query_address's "this address never answered: try the next one". */
+#define MOVE_ON 1
+
 /* Sends one datagram before `deadline`. 0 or -errno (-ETIMEDOUT). */
 static int send_request(int fd, const uint8_t *request, int64_t deadline) {
     for (;;) {
@@ -373,37 +599,35 @@ static int send_request(int fd, const uint8_t *request, int64_t deadline) {
  * wait for our reply goes on. */
 static int is_unauthenticated(int error) { return error == -EMSGSIZE || error == -ENOMSG; }
 
-int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
-                  unsigned samples, tk_sntp_result *result) {
-    if (address == NULL || result == NULL || port == 0 || timeout_ns <= 0 || samples == 0 ||
-        samples > TK_SNTP_MAX_SAMPLES) {
-        return -EINVAL;
-    }
-    memset(result, 0, sizeof *result);
-    struct sockaddr_storage server;
-    socklen_t server_length;
-    if (parse_address(address, port, &server, &server_length) != 0) return -EINVAL;
-
-    int fd = socket(server.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
+/*
+ * Asks one address up to q->samples times. An address has answered once a
+ * datagram from it passed the origin check (valid or rejected). If
+ * `may_move_on` (it is not the last address), an address that has not
+ * answered its first request (silence until the timeout, port unreachable,
+ * any socket error) is left at once: MOVE_ON. Otherwise returns 0 when
+ * q->best holds a valid reply, -EACCES for a kiss-of-death (details in
+ * *q->result), or the address's error (see tk_sntp_query).
+ */
+static int query_address(query *q, const struct sockaddr *server, socklen_t server_length,
+                         int may_move_on) {
+    int fd = socket(server->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return may_move_on ? MOVE_ON : -errno;
     int rc;
     do {
-        rc = connect(fd, (const struct sockaddr *)&server, server_length);
+        rc = connect(fd, server, server_length);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
         rc = -errno;
         close(fd);
-        return rc;
+        return may_move_on ? MOVE_ON : rc;
     }
 
     uint64_t nonces[TK_SNTP_MAX_SAMPLES];
-    tk_sntp_result best;
-    int have_best = 0;
+    int answered = 0;
     int last_error = 0;
-    uint32_t sent_count = 0, accepted = 0;
-    int outcome = 0; /* set for an error that ends the query */
+    int outcome = 0; /* set for an error that ends the query at this address */
 
-    for (unsigned sample = 0; sample < samples && outcome == 0; sample++) {
+    for (unsigned sample = 0; sample < q->samples && outcome == 0; sample++) {
         uint8_t request[TK_SNTP_PACKET_SIZE];
         rc = tk_sntp_build_request(request, sizeof request, &nonces[sample]);
         if (rc != 0) {
@@ -412,21 +636,18 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
         }
         int64_t send_wall = read_clock(CLOCK_REALTIME);
         int64_t send_boot = read_clock(CLOCK_BOOTTIME);
-        int64_t deadline = add_sat_nonneg(send_boot, timeout_ns);
+        int64_t deadline = add_sat_nonneg(send_boot, q->timeout_ns);
         rc = send_request(fd, request, deadline);
-        if (rc == -ECONNREFUSED) {
+        if (rc == 0) {
+            q->sent++;
+        } else if (rc == -ECONNREFUSED) {
             /* A port-unreachable from an earlier request, reported now. */
             last_error = rc;
-            continue;
-        }
-        if (rc == -ETIMEDOUT) continue;
-        if (rc != 0) {
+        } else if (rc != -ETIMEDOUT) {
             outcome = rc;
-            break;
         }
-        sent_count++;
 
-        int done = 0;
+        int done = rc != 0;
         while (!done) {
             int ready = wait_for(fd, POLLIN, deadline);
             if (ready < 0) {
@@ -466,8 +687,10 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
                     last_error = rc;
                     continue;
                 }
+                answered = 1;
                 done = 1;
                 if (rc == -EACCES) {
+                    tk_sntp_result *result = q->result;
                     memset(result, 0, sizeof *result);
                     result->reference_id = packet.reference_id;
                     result->leap = packet.leap;
@@ -493,32 +716,95 @@ int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
                     last_error = rc;
                     break;
                 }
-                accepted++;
-                if (!have_best || current.delay_ns < best.delay_ns) {
-                    best = current;
-                    have_best = 1;
+                q->accepted++;
+                if (!q->have_best || current.delay_ns < q->best.delay_ns) {
+                    q->best = current;
+                    q->have_best = 1;
                 }
                 break;
             }
         }
+        /* Silence, port unreachable or an error, and never an answer. */
+        if (may_move_on && !answered) outcome = MOVE_ON;
     }
     close(fd);
 
-    if (outcome == -EACCES) {
-        result->requests_sent = sent_count;
-        result->replies_accepted = accepted;
-        return -EACCES;
-    }
-    if (outcome != 0 && !have_best) {
-        result->requests_sent = sent_count;
-        return outcome;
-    }
-    if (have_best) {
-        *result = best;
-        result->requests_sent = sent_count;
-        result->replies_accepted = accepted;
+    if (outcome == MOVE_ON || outcome == -EACCES) return outcome;
+    if (q->have_best) return 0;
+    if (outcome != 0) return outcome;
+    return last_error != 0 ? last_error : -ETIMEDOUT;
+}
+
+/* ------------------------------------------------------------------------
+ * The query
+ * ------------------------------------------------------------------------ */
+
+/* Whether `entry` is an IPv4 or IPv6 address that none of the first `count`
+ * of `chosen` already is. */
+static int is_new_address(const struct addrinfo *entry, const struct addrinfo *const *chosen,
+                          size_t count) {
+    if (entry->ai_addr == NULL) return 0;
+    if (!(entry->ai_family == AF_INET && entry->ai_addrlen == sizeof(struct sockaddr_in)) &&
+        !(entry->ai_family == AF_INET6 && entry->ai_addrlen == sizeof(struct sockaddr_in6))) {
         return 0;
     }
-    result->requests_sent = sent_count;
-    return last_error != 0 ? last_error : -ETIMEDOUT;
+    if (entry->ai_addr->sa_family != entry->ai_family) return 0;
+    for (size_t i = 0; i < count; i++) {
+        if (chosen[i]->ai_addrlen == entry->ai_addrlen &&
+            memcmp(chosen[i]->ai_addr, entry->ai_addr, entry->ai_addrlen) == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
+                  unsigned samples, tk_sntp_result *result) {
+    if (address == NULL || result == NULL || timeout_ns <= 0 || samples == 0 ||
+        samples > TK_SNTP_MAX_SAMPLES) {
+        return -EINVAL;
+    }
+    if (port == 0) port = TK_SNTP_PORT;
+    memset(result, 0, sizeof *result);
+    query q;
+    memset(&q, 0, sizeof q);
+    q.timeout_ns = timeout_ns;
+    q.samples = samples;
+    q.result = result;
+
+    int rc;
+    struct sockaddr_storage literal;
+    socklen_t literal_length;
+    if (parse_address(address, port, &literal, &literal_length) == 0) {
+        /* An address literal: no resolver, no allocation. */
+        rc = query_address(&q, (const struct sockaddr *)&literal, literal_length, 0);
+    } else {
+        rc = check_name(address);
+        if (rc != 0) return rc;
+        lookup *l = NULL;
+        int64_t deadline = add_sat_nonneg(read_clock(CLOCK_BOOTTIME), timeout_ns);
+        rc = lookup_run(address, port, deadline, &l);
+        if (rc != 0) return rc;
+        const struct addrinfo *chosen[TK_SNTP_MAX_ADDRESSES];
+        size_t count = 0;
+        for (const struct addrinfo *entry = l->list; entry != NULL && count < TK_SNTP_MAX_ADDRESSES;
+             entry = entry->ai_next) {
+            if (is_new_address(entry, chosen, count)) chosen[count++] = entry;
+        }
+        rc = -ENXIO; /* a list without any IPv4 or IPv6 address */
+        for (size_t i = 0; i < count; i++) {
+            rc = query_address(&q, chosen[i]->ai_addr, chosen[i]->ai_addrlen, i + 1 < count);
+            if (rc != MOVE_ON) break;
+        }
+        lookup_unref(l);
+    }
+
+    if (rc == 0) {
+        *result = q.best;
+        result->replies_accepted = q.accepted;
+    } else if (rc == -EACCES) {
+        result->replies_accepted = q.accepted;
+    }
+    result->requests_sent = q.sent;
+    return rc;
 }

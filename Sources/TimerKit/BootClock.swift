@@ -1,59 +1,53 @@
 import CTimerCore
 
-/// A clock that counts time since boot, including time the system spent suspended (`CLOCK_BOOTTIME`).
+/// The machine's clock that counts time since boot, including time spent
+/// suspended (`CLOCK_BOOTTIME`): the standard library's `ContinuousClock` on
+/// Linux.
 ///
-/// The user cannot set it, so it is what a countdown that must survive a suspend, or trusted time, is measured on.
-///
-/// Sleeping is served by TimerKit's own loop, so the tolerance is honoured:
-/// nearby sleeps share a wake-up, and none ends early. A cancelled sleep gives
-/// its timer back at once.
+/// The user cannot set it, so it is what a countdown that must survive a
+/// suspend, or trusted time, is measured on.
 ///
 /// ```swift
 /// let clock = BootClock()
 /// try await clock.sleep(for: .seconds(5), tolerance: .milliseconds(500))
-/// // or: try await Task.sleep(for: .seconds(5), tolerance: .milliseconds(500), clock: clock)
 /// ```
-public struct BootClock: Clock, Sendable {
-    /// A reading of the clock.
-    public struct Instant: OffsetInstant, Sendable {
-        /// Time since boot.
-        public var offset: Duration
+public struct BootClock: KernelClock, Sendable {
+    /// A reading of the boot clock.
+    public typealias Instant = ClockInstant<BootClock>
 
-        /// The instant `offset` after boot.
-        public init(offset: Duration) {
-            self.offset = offset
-        }
-
-        /// The current reading of the clock.
-        public static var now: Instant { BootClock().now }
-    }
+    /// `CLOCK_BOOTTIME`.
+    public static var clockID: ClockID { .boot }
 
     /// The clock. All instances read the same clock.
     public init() {}
+}
 
-    /// The current reading.
-    ///
-    /// - Complexity: O(1); a vDSO read, no system call.
-    public var now: Instant {
-        var nanoseconds: Int64 = 0
-        _ = tk_clock_now(TK_CLOCK_BOOTTIME, &nanoseconds)
-        return Instant(offset: .nanoseconds(nanoseconds))
+extension ClockInstant where Clock == BootClock {
+    /// The same instant of the same kernel clock, as the standard library's
+    /// `ContinuousClock` names it (exact: both read `CLOCK_BOOTTIME`).
+    public init(_ instant: ContinuousClock.Instant) {
+        self.init(offset: ContinuousClock().systemEpoch.duration(to: instant))
     }
 
-    /// The clock's resolution as the kernel reports it.
-    public var minimumResolution: Duration {
-        var nanoseconds: Int64 = 1
-        _ = tk_clock_resolution(TK_CLOCK_BOOTTIME, &nanoseconds)
-        return .nanoseconds(nanoseconds)
+    /// This instant as a `ContinuousClock.Instant` (exact).
+    public var continuousInstant: ContinuousClock.Instant {
+        ContinuousClock().systemEpoch.advanced(by: offset)
     }
+}
 
-    /// Suspends until the clock reads `deadline`, at most `tolerance` later.
+extension BootClock {
+    /// This boot's id (the UUID in `/proc/sys/kernel/random/boot_id`): it
+    /// changes at every boot, so it tells whether a boot-clock reading saved
+    /// earlier belongs to this boot, where it can still be compared with now.
     ///
-    /// - Throws: `CancellationError` if the task is cancelled first;
-    ///   TimerError if TimerKit's loop cannot be started.
-    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        let loop = try SleepService.loop.get()
-        try await Sleeper.sleep(
-            on: loop, clock: .init(TK_CLOCK_BOOTTIME), until: deadline.offset, tolerance: tolerance)
+    /// The corresponding C function is `tk_boot_id`.
+    ///
+    /// - Throws: ``TimerError/system(_:)`` with the error of opening or
+    ///   reading the file.
+    public static func bootID() throws(TimerError) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        _ = try TimerError.check(tk_boot_id(&buffer, buffer.count), "tk_boot_id")
+        let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -4,7 +4,7 @@ extension Duration {
     ///
     /// - Complexity: O(1); one 128-bit division.
     @inlinable
-    var saturatingNanoseconds: Int64 {
+    package var saturatingNanoseconds: Int64 {
         let nanoseconds = attoseconds / 1_000_000_000
         if nanoseconds > Int128(Int64.max) { return .max }
         if nanoseconds < Int128(Int64.min) { return .min }

@@ -4,31 +4,55 @@ import Glibc
 import Musl
 #endif
 
-/// Starts detached threads for loops that run on a thread of their own.
+/// Runs loops on threads of their own (``TimerLoop/startThread(mode:)``, and
+/// the loop behind the clocks' sleeps).
+///
+/// The thread makes the loop its current one and runs it. When the run
+/// returns an error, nothing else would ever see it: the thread records it
+/// on the loop (``TimerLoop/failure``), which ends every sleep and tick
+/// waiting there with that error instead of leaving them hanging.
 enum LoopThread {
-    private final class Body {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    private final class Body: Sendable {
+        let loop: TimerLoop
+        let run: @Sendable (TimerLoop) -> Int32
+        init(_ loop: TimerLoop, _ run: @escaping @Sendable (TimerLoop) -> Int32) {
+            self.loop = loop
+            self.run = run
+        }
+
+        func main() {
+            TimerLoop.setCurrent(loop)
+            let result = run(loop)
+            do {
+                _ = try TimerError.check(result, "tk_loop_run")
+            } catch {
+                loop.fail(error)
+            }
+        }
     }
 
-    /// Runs `body` on a new detached thread.
+    /// Starts a detached thread that runs `loop` with `run` (a call of
+    /// `tk_loop_run`, or in tests a stand-in that fails on purpose).
     ///
-    /// - Throws: ``TimerError/core(_:)`` naming `pthread_create` if the thread
-    ///   cannot be started.
-    static func start(_ body: @escaping @Sendable () -> Void) throws(TimerError) {
-        let context = Unmanaged.passRetained(Body(body))
+    /// - Throws: ``TimerError/system(_:)`` naming `pthread_create` if the
+    ///   thread cannot be started.
+    static func start(_ loop: TimerLoop, run: @escaping @Sendable (TimerLoop) -> Int32)
+        throws(TimerError)
+    {
+        let context = Unmanaged.passRetained(Body(loop, run))
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
             { context in
-                Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+                Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().main()
                 return nil
             },
             context.toOpaque())
         guard result == 0 else {
             context.release()
-            throw .core(CoreError(code: result, function: "pthread_create"))
+            _ = try TimerError.check(-result, "pthread_create")
+            return
         }
-        pthread_detach(thread)
+        SystemError.expectSuccess(-pthread_detach(thread), "pthread_detach")
     }
 }

@@ -1,5 +1,3 @@
-import CTimerCore
-
 /// A clock for tests: time moves only when the test says so, and moving it
 /// fires every due sleep and timer synchronously, in deadline order.
 ///
@@ -13,26 +11,24 @@ import CTimerCore
 ///
 /// It is built on a manual ``TimerLoop`` (``loop``): timers scheduled on that
 /// loop fire inside ``advance(by:)`` itself, on the calling thread, so code
-/// built on ``LoopTimer`` is tested without any task scheduling at all. A
-/// sleeping task is resumed inside ``advance(by:)`` too; it then runs as soon
-/// as the concurrency runtime schedules it. ``waitForSleepers(_:)`` waits for
-/// tasks to go to sleep without polling or yielding loops.
+/// built on ``LoopTimer`` is tested without any task scheduling at all. Its
+/// instants are its own type, and a `LoopTimer<ManualClock>` added to
+/// ``loop`` takes them as fire dates. A sleeping task is resumed inside
+/// ``advance(by:)`` too; it then runs as soon as the concurrency runtime
+/// schedules it. ``waitForSleepers(_:)`` waits for tasks to go to sleep
+/// without polling or yielding loops.
 ///
-/// Thread safety: all members may be used from any thread.
-public final class ManualClock: Clock, Sendable {
-    /// A reading of the manual clock.
-    public struct Instant: OffsetInstant, Sendable {
-        /// Time since the clock's zero.
-        public var offset: Duration
+/// Thread safety: all members may be used from any thread; calls of
+/// ``advance(by:)`` from several threads take turns.
+public final class ManualClock: TimerClock, Sendable {
+    /// A reading of the manual clock: time since its zero.
+    public typealias Instant = ClockInstant<ManualClock>
 
-        /// The instant `offset` after the clock's zero.
-        public init(offset: Duration) {
-            self.offset = offset
-        }
-    }
+    /// The manual loop's monotonic clock, which the readings are.
+    public static var clockID: ClockID { .monotonic }
 
     /// The manual loop behind the clock. Timers added to it fire during
-    /// ``advance(by:)``, measured on its ``CoreClock/monotonic`` clock.
+    /// ``advance(by:)``, measured on its monotonic clock.
     public let loop: TimerLoop
 
     private struct Sleepers {
@@ -44,39 +40,46 @@ public final class ManualClock: Clock, Sendable {
 
     /// A clock reading `start`.
     ///
-    /// - Throws: ``TimerError/core(_:)`` if the loop cannot be created.
+    /// - Throws: ``TimerError/system(_:)`` if the loop cannot be created.
     public init(start: Instant = Instant(offset: .zero)) throws(TimerError) {
         loop = try TimerLoop.manual(startingAt: start.offset)
     }
 
     /// The clock's current reading.
-    public var now: Instant { Instant(offset: loop.now(.monotonic)) }
+    public var now: Instant { loop.now(self) }
 
     /// One nanosecond.
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the clock is advanced to `deadline` (plus at most
     /// `tolerance`, shared with other sleeps as on a real clock).
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled first;
+    ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try await Sleeper.sleep(
-            on: loop, clock: .monotonic, until: deadline.offset, tolerance: tolerance,
+            on: loop, clock: .monotonic, until: deadline.nanoseconds, tolerance: tolerance,
             registered: { [self] in changeSleepers(by: 1) },
             settled: { [self] in changeSleepers(by: -1) })
     }
 
     /// Moves the clock forward by `duration`, resuming every sleep and firing
     /// every timer of ``loop`` that comes due, in deadline order, before it
-    /// returns. Returns how many sleeps and timers it ended.
+    /// returns. Returns how many sleeps and timers it ended. Calls from
+    /// several threads take turns.
     ///
     /// - Throws: ``TimerError/busy`` when called from a timer's action on the
-    ///   clock's own loop; ``TimerError/core(_:)`` with `EINVAL` for a negative
-    ///   duration.
+    ///   clock's own loop, or while another thread runs ``loop``;
+    ///   ``TimerError/system(_:)`` with ``Errno/invalidArgument`` for a
+    ///   negative duration.
     @discardableResult
     public func advance(by duration: Duration) throws(TimerError) -> Int {
         try loop.advance(by: duration)
     }
 
     /// Moves the clock forward to `instant` (no-op if it is not later).
+    ///
+    /// - Throws: what ``advance(by:)`` throws.
     @discardableResult
     public func advance(to instant: Instant) throws(TimerError) -> Int {
         let now = now

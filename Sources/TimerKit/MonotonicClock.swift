@@ -1,59 +1,35 @@
-import CTimerCore
-
-/// A clock that counts time since boot and stops while the system is suspended (`CLOCK_MONOTONIC`).
+/// The machine's clock that counts time since boot and stops while the
+/// system is suspended (`CLOCK_MONOTONIC`): the standard library's
+/// `SuspendingClock` on Linux.
 ///
-/// Use it for intervals that should not include time asleep, such as an animation or a retry delay.
-///
-/// Sleeping is served by TimerKit's own loop, so the tolerance is honoured:
-/// nearby sleeps share a wake-up, and none ends early. A cancelled sleep gives
-/// its timer back at once.
+/// Use it for intervals that should not include time asleep, such as an
+/// animation or a retry delay. Timers use it unless told otherwise.
 ///
 /// ```swift
 /// let clock = MonotonicClock()
 /// try await clock.sleep(for: .seconds(5), tolerance: .milliseconds(500))
 /// // or: try await Task.sleep(for: .seconds(5), tolerance: .milliseconds(500), clock: clock)
 /// ```
-public struct MonotonicClock: Clock, Sendable {
-    /// A reading of the clock.
-    public struct Instant: OffsetInstant, Sendable {
-        /// Time since boot.
-        public var offset: Duration
+public struct MonotonicClock: KernelClock, Sendable {
+    /// A reading of the monotonic clock.
+    public typealias Instant = ClockInstant<MonotonicClock>
 
-        /// The instant `offset` after boot.
-        public init(offset: Duration) {
-            self.offset = offset
-        }
-
-        /// The current reading of the clock.
-        public static var now: Instant { MonotonicClock().now }
-    }
+    /// `CLOCK_MONOTONIC`.
+    public static var clockID: ClockID { .monotonic }
 
     /// The clock. All instances read the same clock.
     public init() {}
+}
 
-    /// The current reading.
-    ///
-    /// - Complexity: O(1); a vDSO read, no system call.
-    public var now: Instant {
-        var nanoseconds: Int64 = 0
-        _ = tk_clock_now(TK_CLOCK_MONOTONIC, &nanoseconds)
-        return Instant(offset: .nanoseconds(nanoseconds))
+extension ClockInstant where Clock == MonotonicClock {
+    /// The same instant of the same kernel clock, as the standard library's
+    /// `SuspendingClock` names it (exact: both read `CLOCK_MONOTONIC`).
+    public init(_ instant: SuspendingClock.Instant) {
+        self.init(offset: SuspendingClock().systemEpoch.duration(to: instant))
     }
 
-    /// The clock's resolution as the kernel reports it.
-    public var minimumResolution: Duration {
-        var nanoseconds: Int64 = 1
-        _ = tk_clock_resolution(TK_CLOCK_MONOTONIC, &nanoseconds)
-        return .nanoseconds(nanoseconds)
-    }
-
-    /// Suspends until the clock reads `deadline`, at most `tolerance` later.
-    ///
-    /// - Throws: `CancellationError` if the task is cancelled first;
-    ///   TimerError if TimerKit's loop cannot be started.
-    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        let loop = try SleepService.loop.get()
-        try await Sleeper.sleep(
-            on: loop, clock: .init(TK_CLOCK_MONOTONIC), until: deadline.offset, tolerance: tolerance)
+    /// This instant as a `SuspendingClock.Instant` (exact).
+    public var suspendingInstant: SuspendingClock.Instant {
+        SuspendingClock().systemEpoch.advanced(by: offset)
     }
 }

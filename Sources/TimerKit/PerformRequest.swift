@@ -14,13 +14,16 @@ import CTimerCore
 /// pending request never keeps its target alive, and a request whose target is
 /// gone does nothing.
 public final class PerformRequest: Sendable, Hashable {
-    let timer: LoopTimer
+    let timer: LoopTimer<MonotonicClock>
     private let loop: TimerLoop
     /// The target, held weakly, and where it was when the request was made.
-    let target: WeakReference<AnyObject>?
+    let target: WeakReference<any AnyObject & Sendable>?
     private let targetKey: ObjectIdentifier?
 
-    init(timer: LoopTimer, loop: TimerLoop, target: WeakReference<AnyObject>?) {
+    init(
+        timer: LoopTimer<MonotonicClock>, loop: TimerLoop,
+        target: WeakReference<any AnyObject & Sendable>?
+    ) {
         self.timer = timer
         self.loop = loop
         self.target = target
@@ -84,14 +87,18 @@ struct PerformRegistry {
 
 extension TimerLoop {
     /// Runs `action` with `target` after `delay`, on the loop's thread, while
-    /// the loop runs one of `modes`. The target is held weakly: if it is gone
-    /// by then, nothing runs.
+    /// the loop runs in `mode` (or one of the common modes, for
+    /// ``LoopMode/common``). The target is held weakly: if it is gone by then,
+    /// nothing runs. It must be `Sendable`, since `action` uses it on the
+    /// loop's thread.
     ///
+    /// - Throws: a mode error, or ``TimerError/system(_:)`` if the core cannot
+    ///   take the timer.
     /// - Complexity: O(log n) in the loop's pending timers.
     @discardableResult
-    public func perform<Target: AnyObject>(
+    public func perform<Target: AnyObject & Sendable>(
         after delay: Duration,
-        in modes: [LoopMode] = [.default],
+        in mode: LoopMode = .default,
         target: Target,
         _ action: @escaping @Sendable (Target) -> Void
     ) throws(TimerError) -> PerformRequest {
@@ -103,11 +110,11 @@ extension TimerLoop {
         }
         let key = ObjectIdentifier(target)
         let request = PerformRequest(
-            timer: timer, loop: self, target: WeakReference<AnyObject>(target))
+            timer: timer, loop: self, target: WeakReference<any AnyObject & Sendable>(target))
         box.request = request
         performRegistry.withLock { $0.insert(request, target: key) }
         do {
-            try add(timer, in: modes)
+            try add(timer, forMode: mode)
         } catch {
             request.forget()
             throw error
@@ -116,16 +123,18 @@ extension TimerLoop {
     }
 
     /// Runs `action` after `delay` on the loop's thread, while the loop runs
-    /// one of `modes`. The loop holds `action` (and what it captures) until it
+    /// in `mode`. The loop holds `action` (and what it captures) until it
     /// runs or is cancelled.
+    ///
+    /// - Throws: a mode error, or ``TimerError/system(_:)``.
     @discardableResult
     public func perform(
         after delay: Duration,
-        in modes: [LoopMode] = [.default],
+        in mode: LoopMode = .default,
         _ action: @escaping @Sendable () -> Void
     ) throws(TimerError) -> PerformRequest {
         let timer = try LoopTimer(after: delay) { _, _ in action() }
-        try add(timer, in: modes)
+        try add(timer, forMode: mode)
         return PerformRequest(timer: timer, loop: self, target: nil)
     }
 

@@ -1,13 +1,21 @@
 import CTimerCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// One `sleep(until:tolerance:)` of a clock, served by a one-shot timer of the
 /// C core on some loop, resumed from the loop's thread.
 ///
-/// Exactly one of two things ends a sleep, and the C core decides which: the
-/// timer fires (its callback resumes the task), or `tk_loop_cancel` succeeds
-/// (the cancellation handler resumes it with `CancellationError`). A cancelled
-/// sleep leaves the deadline heap at once.
-final class Sleeper: Sendable {
+/// Exactly one of three things ends a sleep: the timer fires (its callback
+/// resumes the task), the task is cancelled, or the loop's run fails. The
+/// last two must take the timer back from the C core first, and
+/// `tk_loop_cancel` succeeds for only one caller and never after the timer
+/// fired: that decides who resumes the task. A cancelled sleep leaves the
+/// deadline heap at once.
+final class Sleeper: LoopWaiter {
     private struct State {
         var continuation: CheckedContinuation<Void, any Error>?
         var id: tk_timer_id = 0
@@ -25,49 +33,56 @@ final class Sleeper: Sendable {
 
     /// Suspends until `clock` on `loop` reads `deadline` (nanoseconds), at most
     /// `tolerance` later. `registered` runs once the timer is scheduled,
-    /// `settled` once it fired or was cancelled.
+    /// `settled` once the sleep has ended (however it ended).
     static func sleep(
-        on loop: TimerLoop, clock: CoreClock, until deadline: Duration, tolerance: Duration?,
+        on loop: TimerLoop, clock: ClockID, until deadline: Int64, tolerance: Duration?,
         registered: (@Sendable () -> Void)? = nil, settled: (@Sendable () -> Void)? = nil
     ) async throws {
         let sleeper = Sleeper(loop: loop, settled: settled)
         let leeway = max(0, tolerance?.saturatingNanoseconds ?? 0)
-        var spec = tk_timer_spec(
-            clock: clock.rawClock, deadline_ns: deadline.saturatingNanoseconds, interval_ns: 0,
+        let spec = tk_timer_spec(
+            clock: clock.rawClock, deadline_ns: deadline, interval_ns: 0,
             leeway_ns: leeway, modes: ~0, flags: UInt32(TK_TIMER_ABSOLUTE))
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                sleeper.start(continuation, &spec, registered: registered)
+                sleeper.start(continuation, spec, registered: registered)
             }
         } onCancel: {
-            sleeper.cancel()
+            sleeper.end(by: CancellationError())
         }
     }
 
     private func start(
-        _ continuation: CheckedContinuation<Void, any Error>, _ spec: inout tk_timer_spec,
+        _ continuation: CheckedContinuation<Void, any Error>, _ spec: tk_timer_spec,
         registered: (@Sendable () -> Void)?
     ) {
         let failure: (any Error)? = state.withLock { state in
             if state.cancelled { return CancellationError() }
-            // The loop's reference, released by the loop's release handler.
-            let context = Unmanaged.passRetained(self)
-            var id: tk_timer_id = 0
-            let result = tk_loop_schedule(
-                loop.handle, &spec,
-                { _, _, _, context in
-                    Unmanaged<Sleeper>.fromOpaque(context!).takeUnretainedValue().wake()
-                },
-                context.toOpaque(), &id)
-            guard result == 0 else {
-                context.release()
-                return TimerError.core(CoreError(code: -result, function: "tk_loop_schedule"))
+            do throws(TimerError) {
+                try loop.register(self)
+                var spec = spec
+                var id: tk_timer_id = 0
+                // The loop's reference, released by the loop's release handler.
+                let context = Unmanaged.passRetained(self)
+                let result = tk_loop_schedule(
+                    loop.handle, &spec,
+                    { _, _, _, context in
+                        Unmanaged<Sleeper>.fromOpaque(context!).takeUnretainedValue().wake()
+                    },
+                    context.toOpaque(), &id)
+                if result < 0 {
+                    context.release()
+                    loop.unregister(self)
+                    _ = try TimerError.check(result, "tk_loop_schedule")
+                }
+                state.id = id
+                state.continuation = continuation
+                // Under the lock, so that it comes before the wake-up's `settled`.
+                registered?()
+                return nil
+            } catch {
+                return error
             }
-            state.id = id
-            state.continuation = continuation
-            // Under the lock, so that it comes before the wake-up's `settled`.
-            registered?()
-            return nil
         }
         if let failure { continuation.resume(throwing: failure) }
     }
@@ -78,35 +93,66 @@ final class Sleeper: Sendable {
             defer { state.continuation = nil }
             return state.continuation
         }
+        loop.unregister(self)
         settled?()
         continuation?.resume()
     }
 
-    /// The sleeping task was cancelled.
-    private func cancel() {
+    /// The loop's run failed: nothing will fire the timer.
+    func loopFailed(_ error: TimerError) {
+        end(by: error)
+    }
+
+    /// Ends the sleep with `error`, if the timer can still be taken back.
+    private func end(by error: any Error) {
         let id = state.withLock { state in
             state.cancelled = true
             return state.id
         }
-        // 0: the timer will never fire, so resuming is up to this call.
-        guard id != 0, tk_loop_cancel(loop.handle, id) == 0 else { return }
+        // 0: not scheduled yet; `start` sees `cancelled` and ends it.
+        guard id != 0 else { return }
+        // -ENOENT: the timer fired, or another ending took it; they resume.
+        let result = tk_loop_cancel(loop.handle, id)
+        if result == -ENOENT { return }
+        SystemError.expectSuccess(result, "tk_loop_cancel")
         let continuation = state.withLock { state in
             defer { state.continuation = nil }
             return state.continuation
         }
+        loop.unregister(self)
         settled?()
-        continuation?.resume(throwing: CancellationError())
+        continuation?.resume(throwing: error)
     }
 }
 
-/// The loop that serves the sleeps of ``MonotonicClock`` and ``BootClock``, on
-/// a thread of its own, started the first time a sleep needs it.
-enum SleepService {
-    static let loop: Result<TimerLoop, TimerError> = {
+/// The loop that serves the sleeps of the machine's clocks (``MonotonicClock``,
+/// ``BootClock``, ``WallClock``), on a thread of its own, started the first
+/// time a sleep needs it.
+final class SleepService: Sendable {
+    /// The service the clocks use.
+    static let shared = SleepService { loop in
+        tk_loop_run(loop.handle, TK_MODE_DEFAULT, Int64.max, 0)
+    }
+
+    /// The loop, or why it could not be started.
+    let loop: Result<TimerLoop, TimerError>
+
+    /// A service whose thread runs its loop with `run` (tests pass one that
+    /// fails).
+    init(run: @escaping @Sendable (TimerLoop) -> Int32) {
         do throws(TimerError) {
-            return .success(try TimerLoop.startThread())
+            let loop = try TimerLoop()
+            try LoopThread.start(loop, run: run)
+            self.loop = .success(loop)
         } catch {
-            return .failure(error)
+            self.loop = .failure(error)
         }
-    }()
+    }
+
+    /// Suspends until `clock` reads `deadline` (nanoseconds), at most
+    /// `tolerance` later.
+    func sleep(clock: ClockID, until deadline: Int64, tolerance: Duration?) async throws {
+        try await Sleeper.sleep(
+            on: loop.get(), clock: clock, until: deadline, tolerance: tolerance)
+    }
 }

@@ -11,10 +11,12 @@ import Musl
 /// library) and reports races that are not there. A pthread mutex is one it
 /// understands, so `swift test --sanitize=thread` speaks only of real races.
 /// The value and the mutex share one allocation.
-struct ThreadLocked<Value>: @unchecked Sendable {
+package struct ThreadLocked<Value>: @unchecked Sendable {
     private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
-            withUnsafeMutablePointerToElements { _ = pthread_mutex_destroy($0) }
+            withUnsafeMutablePointerToElements {
+                SystemError.expectSuccess(-pthread_mutex_destroy($0), "pthread_mutex_destroy")
+            }
         }
     }
 
@@ -22,21 +24,21 @@ struct ThreadLocked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// Guards `value`.
-    init(_ value: Value) {
+    package init(_ value: Value) {
         let buffer = Storage.create(minimumCapacity: 1) { _ in value }
         storage = unsafeDowncast(buffer, to: Storage.self)
         // Tail-allocated in the buffer, so it stays put for the buffer's life.
         mutex = storage.withUnsafeMutablePointerToElements { $0 }
-        pthread_mutex_init(mutex, nil)
+        SystemError.expectSuccess(-pthread_mutex_init(mutex, nil), "pthread_mutex_init")
     }
 
     /// Runs `body` with the value, holding the lock.
     @inline(__always)
-    func withLock<Result, Failure: Error>(
+    package func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        SystemError.expectSuccess(-pthread_mutex_lock(mutex), "pthread_mutex_lock")
+        defer { SystemError.expectSuccess(-pthread_mutex_unlock(mutex), "pthread_mutex_unlock") }
         return try body(&storage.header)
     }
 }

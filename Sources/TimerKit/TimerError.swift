@@ -1,18 +1,26 @@
-import CTimerCore
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 
-/// Why TimerKit refused a call.
+/// Why TimerKit refused or failed a call.
 ///
-/// Every throwing API of the loop, its timers and clocks throws this type
-/// (trusted time has its own, `TrustedTimeError`). A refused call changes
+/// Every throwing API of the loop, its timers, its clocks and its ticks
+/// throws this type (TrustedTime has its own). A refused call changes
 /// nothing: timers already scheduled stay scheduled.
+///
+/// ```swift
+/// do {
+///     try loop.add(timer, in: [])
+/// } catch .noModes {
+///     // an empty mode list
+/// } catch {
+///     print(error)
+/// }
+/// ```
 public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A repeating interval must be greater than zero.
+    /// A repeating interval must be at least one nanosecond.
     case invalidInterval(Duration)
     /// A tolerance must not be negative.
     case negativeTolerance(Duration)
@@ -21,22 +29,38 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The timer is already scheduled on another loop.
     case scheduledOnAnotherLoop
     /// Another thread is running the loop, or the call is not allowed from
-    /// inside one of the loop's callbacks (e.g. advancing a manual loop).
+    /// inside one of the loop's callbacks (for example advancing a manual
+    /// loop from a timer it fires).
     case busy
     /// A loop tells apart at most 32 modes; this one would be the 33rd.
     case tooManyModes(LoopMode)
     /// ``LoopMode/common`` names a set of modes; a loop runs in one mode.
     case notARunMode(LoopMode)
+    /// A timer needs at least one mode; the list was empty.
+    case noModes
     /// The call needs a loop made by ``TimerLoop/manual(startingAt:)``.
     case notManual
-    /// The C core failed for another reason.
-    case core(CoreError)
+    /// A call into the C core or the system failed for another reason, or
+    /// the loop serving this call stopped because its run failed (the
+    /// function is then `tk_loop_run`).
+    case system(SystemError)
+
+    /// The error a failed C call stands for: ``busy`` for `EBUSY`,
+    /// ``notManual`` for `ENOTSUP` (the core's answer to a manual-clock call
+    /// on a real loop), and ``system(_:)`` for every other failure.
+    public init(_ failure: SystemError) {
+        switch failure.errno {
+        case .resourceBusy: self = .busy
+        case .notSupported: self = .notManual
+        default: self = .system(failure)
+        }
+    }
 
     /// A sentence saying what went wrong.
     public var description: String {
         switch self {
         case .invalidInterval(let interval):
-            "a repeating interval must be greater than zero, not \(interval)"
+            "a repeating interval must be at least 1 ns, not \(interval)"
         case .negativeTolerance(let tolerance):
             "a tolerance must not be negative, not \(tolerance)"
         case .invalidated:
@@ -46,27 +70,27 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .busy:
             "the loop is running on another thread, or this call is not allowed from its callbacks"
         case .tooManyModes(let mode):
-            "the loop already has \(TK_MODE_COUNT) modes; cannot add mode \(mode)"
+            "the loop already has 32 modes; cannot add mode \(mode)"
         case .notARunMode(let mode):
             "\(mode) is a set of modes; a loop runs in one mode"
+        case .noModes:
+            "a timer needs at least one mode; the list of modes was empty"
         case .notManual:
             "this call needs a manual loop"
-        case .core(let error):
-            error.description
+        case .system(let failure):
+            failure.description
+        }
+    }
+
+    /// Returns `result` if it is not negative; otherwise throws the
+    /// ``TimerError`` the failure stands for, naming `function`.
+    static func check<Result: BinaryInteger>(
+        _ result: Result, _ function: StaticString
+    ) throws(TimerError) -> Result {
+        do {
+            return try SystemError.check(result, function)
+        } catch {
+            throw TimerError(error)
         }
     }
 }
-
-/// Returns `result` if it is not negative; otherwise throws the ``TimerError``
-/// it stands for, naming `function` as the C function that failed.
-func checkLoop<Result: SignedInteger>(
-    _ result: Result, _ function: StaticString
-) throws(TimerError) -> Result {
-    guard result < 0 else { return result }
-    switch Int32(truncatingIfNeeded: -result) {
-    case EBUSY: throw .busy
-    case ENOTSUP: throw .notManual
-    case let code: throw .core(CoreError(code: code, function: "\(function)"))
-    }
-}
-

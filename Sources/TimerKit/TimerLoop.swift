@@ -28,9 +28,9 @@ import Musl
 /// in the C core's deadline heap: scheduling and invalidating are O(log n).
 ///
 /// A loop made by ``manual(startingAt:)`` never waits for time: its clocks move
-/// only through ``advance(by:mode:)``, which fires due timers synchronously, in
-/// order, on the calling thread. That is how code built on timers is tested
-/// deterministically.
+/// only through ``advance(by:mode:)``, or through a run given a deadline,
+/// which fire due timers synchronously, in order, on the calling thread. That
+/// is how code built on timers is tested deterministically.
 ///
 /// Thread safety: every method may be called from any thread. Running is
 /// exclusive: a second thread that tries to run the loop while one runs it
@@ -43,22 +43,34 @@ public final class TimerLoop: @unchecked Sendable {
     public let isManual: Bool
 
     /// Named modes and their bit in the C core's mode sets.
-    private let modeTable = ThreadLocked(ModeTable())
+    let modeTable = ThreadLocked(ModeTable())
 
     /// Pending perform requests, by target (see ``perform(after:in:target:_:)``).
     let performRegistry = ThreadLocked(PerformRegistry())
 
     /// Every clock-change handler ever set, kept alive for as long as the C
     /// loop may call it.
-    private let clockChangeHandlers = ThreadLocked<[ClockChangeHandler]>([])
+    let clockChangeHandlers = ThreadLocked<[ClockChangeHandler]>([])
 
-    private init(handle: OpaquePointer, isManual: Bool) {
+    /// What waits on the loop's thread, and how the thread's run ended (see
+    /// TimerLoop+Waiters.swift).
+    let waiters = ThreadLocked(LoopWaiters())
+
+    /// Takes turns between threads advancing a manual loop (see
+    /// TimerLoop+ManualTime.swift).
+    let advancing = AdvanceTurn()
+
+    private init(handle: OpaquePointer, isManual: Bool) throws(TimerError) {
         self.handle = handle
         self.isManual = isManual
         // Every context TimerKit gives the C loop is a retained Swift object
-        // (a LoopTimer or a sleep); the loop says when it is done with one.
-        _ = tk_loop_set_release_handler(handle) { _, context in
+        // (a timer or a sleep); the loop says when it is done with one.
+        let result = tk_loop_set_release_handler(handle) { _, context in
             Unmanaged<AnyObject>.fromOpaque(context!).release()
+        }
+        if result < 0 {
+            SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
+            _ = try TimerError.check(result, "tk_loop_set_release_handler")
         }
     }
 
@@ -66,39 +78,44 @@ public final class TimerLoop: @unchecked Sendable {
     ///
     /// The corresponding C function is `tk_loop_create`.
     ///
-    /// - Throws: ``TimerError/core(_:)`` if the kernel refuses an epoll
-    ///   instance or an eventfd (for example `EMFILE`).
+    /// - Throws: ``TimerError/system(_:)`` if the kernel refuses an epoll
+    ///   instance or an eventfd (for example ``Errno/tooManyOpenFiles``).
     public convenience init() throws(TimerError) {
         var handle: OpaquePointer?
-        _ = try checkLoop(tk_loop_create(&handle), "tk_loop_create")
-        self.init(handle: handle!, isManual: false)
+        _ = try TimerError.check(tk_loop_create(&handle), "tk_loop_create")
+        try self.init(handle: handle!, isManual: false)
     }
 
     /// Creates a loop on a manual clock whose three clocks (monotonic, boot and
-    /// wall) all read `start` until moved by ``advance(by:mode:)`` or
-    /// ``setManualTime(_:to:)``.
+    /// wall) all read `start` (time since each clock's origin) until moved by
+    /// ``advance(by:mode:)``, a run with a deadline, or
+    /// ``setManualTime(to:)``.
     ///
     /// The corresponding C function is `tk_loop_create_manual`.
+    ///
+    /// - Throws: ``TimerError/system(_:)`` if the kernel refuses an epoll
+    ///   instance or an eventfd.
     public static func manual(startingAt start: Duration = .zero) throws(TimerError) -> TimerLoop {
         var handle: OpaquePointer?
-        _ = try checkLoop(
+        _ = try TimerError.check(
             tk_loop_create_manual(&handle, start.saturatingNanoseconds), "tk_loop_create_manual")
-        return TimerLoop(handle: handle!, isManual: true)
+        return try TimerLoop(handle: handle!, isManual: true)
     }
 
     deinit {
-        // Scheduled timers keep their loop alive, so few are left here; the
-        // release handler lets go of any that are.
-        _ = tk_loop_destroy(handle)
+        // Nothing runs the loop now (a run holds a reference), and scheduled
+        // timers keep their loop alive, so few are left here; the release
+        // handler lets go of any that are.
+        SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
     }
 
     // MARK: Running
 
-    /// Why ``run(mode:until:)`` returned.
+    /// Why a run returned.
     public enum RunResult: Sendable, Hashable {
         /// ``stop()`` was called.
         case stopped
-        /// The `until` deadline passed.
+        /// The deadline passed.
         case timedOut
         /// ``runOnce(mode:waiting:)`` made its pass.
         case passed
@@ -112,18 +129,37 @@ public final class TimerLoop: @unchecked Sendable {
     /// (say, in ``LoopMode/tracking`` while a drag lasts); ``stop()`` ends the
     /// innermost run.
     ///
+    /// On a manual loop a run with a deadline moves the manual clocks to it,
+    /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
+    /// way; without a deadline, time does not move during the run.
+    ///
     /// The corresponding C function is `tk_loop_run`.
     ///
-    /// - Throws: ``TimerError/busy`` if another thread is running the loop,
+    /// - Throws: ``TimerError/busy`` if another thread is running the loop
+    ///   (or, on a manual loop, advancing it),
     ///   ``TimerError/notARunMode(_:)`` for ``LoopMode/common``,
-    ///   ``TimerError/tooManyModes(_:)``.
+    ///   ``TimerError/tooManyModes(_:)``, ``TimerError/system(_:)`` if
+    ///   waiting fails in the kernel.
     @discardableResult
     public func run(mode: LoopMode = .default, until deadline: MonotonicClock.Instant? = nil)
         throws(TimerError) -> RunResult
     {
         let index = try modeIndex(mode)
-        let until = deadline?.offset.saturatingNanoseconds ?? Int64.max
-        return try runResult(tk_loop_run(handle, index, until, 0))
+        return try runResult(tk_loop_run(handle, index, deadline?.nanoseconds ?? Int64.max, 0))
+    }
+
+    /// Runs the loop in `mode` for `duration` of its monotonic clock (on a
+    /// manual loop: of manual time), unless ``stop()`` ends it first. See
+    /// ``run(mode:until:)``.
+    ///
+    /// ```swift
+    /// try loop.run(mode: .tracking, for: .seconds(1))   // a one-second drag
+    /// ```
+    @discardableResult
+    public func run(mode: LoopMode = .default, for duration: Duration) throws(TimerError)
+        -> RunResult
+    {
+        try run(mode: mode, until: now(.monotonic) + duration)
     }
 
     /// Makes one pass: fires what is due in `mode` and handles what is ready;
@@ -141,40 +177,42 @@ public final class TimerLoop: @unchecked Sendable {
     }
 
     private func runResult(_ code: Int32) throws(TimerError) -> RunResult {
-        switch try checkLoop(code, "tk_loop_run") {
+        switch try TimerError.check(code, "tk_loop_run") {
         case Int32(TK_RUN_STOPPED.rawValue): .stopped
         case Int32(TK_RUN_TIMED_OUT.rawValue): .timedOut
         default: .passed
         }
     }
 
-    /// Ends the innermost ``run(mode:until:)`` after the callback it is in. If
-    /// the loop is not running, its next run returns at once. Safe from any
-    /// thread and from callbacks.
+    /// Ends the innermost run after the callback it is in. If the loop is not
+    /// running, its next run returns at once. Safe from any thread and from
+    /// callbacks.
     ///
     /// The corresponding C function is `tk_loop_stop`.
     public func stop() {
-        _ = tk_loop_stop(handle)
+        SystemError.expectSuccess(tk_loop_stop(handle), "tk_loop_stop")
     }
 
     /// Wakes a waiting run for one pass, from any thread.
     ///
     /// The corresponding C function is `tk_loop_wakeup`.
     public func wakeUp() {
-        _ = tk_loop_wakeup(handle)
+        SystemError.expectSuccess(tk_loop_wakeup(handle), "tk_loop_wakeup")
     }
 
     /// Creates a loop and runs it in `mode` on a new thread of its own, until
     /// ``stop()`` is called.
     ///
-    /// - Throws: ``TimerError/core(_:)`` if the loop or the thread cannot be
-    ///   created.
+    /// If that run fails (``failure`` says how), every sleep and tick waiting
+    /// on the loop fails with the error, and so does every later one.
+    ///
+    /// - Throws: ``TimerError/system(_:)`` if the loop or the thread cannot
+    ///   be created.
     public static func startThread(mode: LoopMode = .default) throws(TimerError) -> TimerLoop {
         let loop = try TimerLoop()
         let index = try loop.modeIndex(mode)
-        try LoopThread.start {
-            TimerLoop.setCurrent(loop)
-            _ = tk_loop_run(loop.handle, index, Int64.max, 0)
+        try LoopThread.start(loop) { loop in
+            tk_loop_run(loop.handle, index, Int64.max, 0)
         }
         return loop
     }
@@ -184,257 +222,67 @@ public final class TimerLoop: @unchecked Sendable {
     /// The calling thread's loop, created the first time it is asked for, like
     /// `RunLoop.current`. It lives as long as the thread.
     ///
-    /// - Throws: ``TimerError/core(_:)`` if a new loop cannot be created.
+    /// - Throws: ``TimerError/system(_:)`` if a new loop cannot be created.
     public static func current() throws(TimerError) -> TimerLoop {
-        if let loop = currentIfAny() { return loop }
+        if let pointer = pthread_getspecific(currentLoopKey) {
+            return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()
+        }
         let loop = try TimerLoop()
         setCurrent(loop)
         return loop
     }
 
-    private static func currentIfAny() -> TimerLoop? {
-        guard let pointer = pthread_getspecific(currentLoopKey) else { return nil }
-        return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()
-    }
-
-    fileprivate static func setCurrent(_ loop: TimerLoop) {
+    /// Makes `loop` the calling thread's loop.
+    static func setCurrent(_ loop: TimerLoop) {
         if let old = pthread_getspecific(currentLoopKey) {
             Unmanaged<TimerLoop>.fromOpaque(old).release()
         }
-        pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
-    }
-
-    // MARK: Modes
-
-    /// Adds `mode` to the loop's common modes: timers added to
-    /// ``LoopMode/common`` from now on also fire in it. (Timers already added
-    /// to ``LoopMode/common`` keep the modes they had.)
-    public func addCommonMode(_ mode: LoopMode) throws(TimerError) {
-        try modeTable.withLock { (table) throws(TimerError) in
-            let index = try table.index(of: mode)
-            table.common |= 1 << index
-        }
-    }
-
-    /// The bit of a mode the loop can run in.
-    func modeIndex(_ mode: LoopMode) throws(TimerError) -> UInt32 {
-        if mode == .default { return 0 }
-        return try modeTable.withLock { (table) throws(TimerError) in try table.index(of: mode) }
-    }
-
-    /// The C mode set for `modes` (``LoopMode/common`` standing for the common modes).
-    func modeSet(_ modes: [LoopMode]) throws(TimerError) -> tk_mode_set {
-        if modes.count == 1 && modes[0] == .default { return 1 }
-        return try modeTable.withLock { (table) throws(TimerError) in
-            var set: tk_mode_set = 0
-            for mode in modes {
-                if mode == .common {
-                    set |= table.common
-                } else {
-                    set |= 1 << (try table.index(of: mode))
-                }
-            }
-            return set
-        }
-    }
-
-    // MARK: Timers
-
-    /// Creates a timer and schedules it on this loop in `modes`.
-    ///
-    /// The timer fires `delay` from now (never earlier; at most `tolerance`
-    /// later when the thread is free), then, if `interval` is given, every
-    /// `interval` on the original grid. `action` runs on the loop's thread and
-    /// receives the timer and how many fires were skipped because the loop was
-    /// late by whole intervals.
-    ///
-    /// The loop keeps the timer alive until it is invalidated (a one-shot
-    /// timer: until it has fired), and the timer keeps whatever `action`
-    /// captures: capture `[weak self]` to avoid a retain cycle, or use
-    /// ``LoopTimer/init(after:repeating:tolerance:clock:target:action:)``.
-    ///
-    /// ```swift
-    /// try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { [weak self] timer, _ in
-    ///     guard let self else { return timer.invalidate() }
-    ///     self.tick()
-    /// }
-    /// ```
-    ///
-    /// - Complexity: O(log n) in the loop's pending timers.
-    @discardableResult
-    public func schedule(
-        after delay: Duration,
-        repeating interval: Duration? = nil,
-        tolerance: Duration = .zero,
-        clock: CoreClock = .monotonic,
-        in modes: [LoopMode],
-        _ action: @escaping LoopTimer.Action
-    ) throws(TimerError) -> LoopTimer {
-        let timer = try LoopTimer(
-            after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
-        try add(timer, in: modes)
-        return timer
-    }
-
-    /// Creates a timer and schedules it on this loop in ``LoopMode/default``;
-    /// see ``schedule(after:repeating:tolerance:clock:in:_:)``.
-    ///
-    /// - Complexity: O(log n) in the loop's pending timers.
-    @discardableResult
-    public func schedule(
-        after delay: Duration,
-        repeating interval: Duration? = nil,
-        tolerance: Duration = .zero,
-        clock: CoreClock = .monotonic,
-        _ action: @escaping LoopTimer.Action
-    ) throws(TimerError) -> LoopTimer {
-        let timer = try LoopTimer(
-            after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
-        try timer.schedule(on: self, modes: 1)
-        return timer
-    }
-
-    /// Schedules `timer` on this loop in `mode`. Adding a scheduled timer in
-    /// another mode adds the mode to its set.
-    ///
-    /// - Throws: ``TimerError/invalidated``, ``TimerError/scheduledOnAnotherLoop``.
-    public func add(_ timer: LoopTimer, forMode mode: LoopMode = .default) throws(TimerError) {
-        let modes: tk_mode_set = mode == .default ? 1 : try modeSet([mode])
-        try timer.schedule(on: self, modes: modes)
-    }
-
-    /// Schedules `timer` on this loop in every mode of `modes`.
-    public func add(_ timer: LoopTimer, in modes: [LoopMode]) throws(TimerError) {
-        try timer.schedule(on: self, modes: modeSet(modes))
+        let result = pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
+        SystemError.expectSuccess(-result, "pthread_setspecific")
     }
 
     // MARK: Clocks
 
     /// Reads `clock` as this loop sees it: the real clock, or on a manual loop
     /// its manual time.
-    public func now(_ clock: CoreClock = .monotonic) -> Duration {
-        var nanoseconds: Int64 = 0
-        _ = tk_loop_now(handle, clock.rawClock, &nanoseconds)
-        return .nanoseconds(nanoseconds)
-    }
-
-    /// Calls `handler` on the loop's thread whenever the wall clock is stepped
-    /// (by a user, an NTP daemon, or on a manual loop
-    /// ``setManualTime(_:to:)``); `nil` removes it. While a handler is set the
-    /// loop sees a step at once, even with no wall-clock timer scheduled.
     ///
-    /// The corresponding C function is `tk_loop_set_clock_change_handler`.
-    public func onWallClockChange(_ handler: (@Sendable () -> Void)?) throws(TimerError) {
-        guard let handler else {
-            _ = try checkLoop(
-                tk_loop_set_clock_change_handler(handle, nil, nil),
-                "tk_loop_set_clock_change_handler")
-            return
-        }
-        let box = ClockChangeHandler(handler)
-        clockChangeHandlers.withLock { $0.append(box) }
-        _ = try checkLoop(
-            tk_loop_set_clock_change_handler(
-                handle,
-                { _, context in
-                    Unmanaged<ClockChangeHandler>.fromOpaque(context!).takeUnretainedValue()
-                        .handler()
-                },
-                Unmanaged.passUnretained(box).toOpaque()),
-            "tk_loop_set_clock_change_handler")
+    /// ```swift
+    /// let deadline = loop.now(.boot) + .seconds(30)    // a BootClock.Instant
+    /// ```
+    ///
+    /// The corresponding C function is `tk_loop_now`.
+    public func now<Clock: TimerClock>(_ clock: Clock) -> Clock.Instant {
+        var nanoseconds: Int64 = 0
+        SystemError.expectSuccess(tk_loop_now(handle, Clock.clockID.rawClock, &nanoseconds), "tk_loop_now")
+        return Clock.Instant(nanoseconds: nanoseconds)
     }
 
     /// The loop's counters.
+    ///
+    /// The corresponding C function is `tk_loop_get_stats`.
     public var statistics: LoopStatistics {
         var stats = tk_loop_stats()
-        _ = tk_loop_get_stats(handle, &stats)
+        SystemError.expectSuccess(tk_loop_get_stats(handle, &stats), "tk_loop_get_stats")
         return LoopStatistics(stats)
     }
 
-    // MARK: Manual time
-
-    /// Moves a manual loop's clocks forward by `duration`, firing on the
-    /// calling thread, in `mode`, every timer that comes due, exactly as a real
-    /// loop would: in deadline order, each at the time it would have woken the
-    /// loop (its fire date plus tolerance, shared with nearby timers), with
-    /// ``now(_:)`` reading that time inside the callback. Timers scheduled by
-    /// callbacks within the span fire too. Returns the number of callbacks run.
-    ///
-    /// The corresponding C function is `tk_loop_advance`.
-    ///
-    /// - Throws: ``TimerError/notManual``, ``TimerError/busy`` (another
-    ///   thread runs the loop, or called from one of its callbacks),
-    ///   ``TimerError/core(_:)`` with `EINVAL` for a negative duration.
-    @discardableResult
-    public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
-        let index = try modeIndex(mode)
-        let fired = try checkLoop(
-            tk_loop_advance(handle, index, duration.saturatingNanoseconds), "tk_loop_advance")
-        return Int(fired)
+    /// What the C core says of a timer, or `nil` if `id` names none now.
+    func timerInfo(_ id: tk_timer_id) -> tk_timer_info? {
+        var info = tk_timer_info()
+        let result = tk_loop_timer_info(handle, id, &info)
+        if result == -ENOENT { return nil }
+        SystemError.expectSuccess(result, "tk_loop_timer_info")
+        return info
     }
-
-    /// Sets one of a manual loop's clocks. The monotonic and boot clocks only
-    /// move forward (moving only the boot clock models a system suspend); the
-    /// wall clock may jump either way, which the next advance reports as a
-    /// clock step.
-    ///
-    /// The corresponding C function is `tk_loop_set_manual_time`.
-    public func setManualTime(_ clock: CoreClock, to value: Duration) throws(TimerError) {
-        _ = try checkLoop(
-            tk_loop_set_manual_time(handle, clock.rawClock, value.saturatingNanoseconds),
-            "tk_loop_set_manual_time")
-    }
-}
-
-/// The counters a loop keeps about itself.
-public struct LoopStatistics: Sendable, Hashable {
-    /// Timers scheduled and not yet fired or invalidated.
-    public var pending: UInt64
-    /// Times the loop woke from waiting (on a manual loop: moved to a wake-up).
-    public var wakeups: UInt64
-    /// Timer callbacks run.
-    public var fired: UInt64
-    /// Times a timerfd was armed.
-    public var arms: UInt64
-    /// Wall-clock steps seen.
-    public var clockChanges: UInt64
-
-    init(_ stats: tk_loop_stats) {
-        pending = stats.pending
-        wakeups = stats.wakeups
-        fired = stats.fired
-        arms = stats.arms
-        clockChanges = stats.clock_changes
-    }
-}
-
-/// Named modes and their bits.
-struct ModeTable {
-    var indexes: [LoopMode: UInt32] = [.default: 0, .tracking: 1]
-    var common: tk_mode_set = 0b11
-
-    mutating func index(of mode: LoopMode) throws(TimerError) -> UInt32 {
-        if mode == .common { throw .notARunMode(mode) }
-        if let index = indexes[mode] { return index }
-        guard indexes.count < Int(TK_MODE_COUNT) else { throw .tooManyModes(mode) }
-        let index = UInt32(indexes.count)
-        indexes[mode] = index
-        return index
-    }
-}
-
-/// A clock-change handler, boxed for the C loop's context pointer.
-final class ClockChangeHandler: Sendable {
-    let handler: @Sendable () -> Void
-    init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
 }
 
 /// The key of each thread's current loop; a thread's loop is released when
 /// the thread exits.
 private let currentLoopKey: pthread_key_t = {
     var key = pthread_key_t()
-    pthread_key_create(&key) { pointer in
+    let result = pthread_key_create(&key) { pointer in
         if let pointer { Unmanaged<TimerLoop>.fromOpaque(pointer).release() }
     }
+    SystemError.expectSuccess(-result, "pthread_key_create")
     return key
 }()

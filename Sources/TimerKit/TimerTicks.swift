@@ -1,151 +1,240 @@
-import CTimerCore
-
-/// One tick of a ``TimerTicks`` sequence.
-public struct Tick: Sendable, Hashable {
-    /// Ticks skipped before this one: fires the loop missed by whole intervals,
-    /// plus ticks that came while the consumer was still busy with an earlier
-    /// one (they are merged into the next tick rather than queued).
-    public var missed: UInt64
-}
-
-/// An asynchronous sequence of ticks from a repeating timer.
+/// An asynchronous sequence of ticks from a repeating timer on `Clock`.
 ///
 /// ```swift
-/// for await tick in try TimerTicks(every: .seconds(1), tolerance: .milliseconds(100)) {
-///     render(remaining: deadline - .now, skipped: tick.missed)
+/// for try await tick in TimerTicks(every: .seconds(1), tolerance: .milliseconds(100)) {
+///     render(remaining: deadline - tick.timestamp, skipped: tick.missed)
 /// }
 /// ```
 ///
-/// The timer runs on a ``TimerLoop`` (TimerKit's own background loop unless one
-/// is given) and stays on its grid. Ticks never pile up: a slow consumer gets
-/// the next tick with the skipped ones counted in ``Tick/missed``. The timer is
-/// invalidated when the iterating task is cancelled, or when the sequence and
-/// its iterators are gone.
-public struct TimerTicks: AsyncSequence, Sendable {
+/// Each iterator has a timer of its own, started when the iterator is made
+/// (a `for try await` loop makes it as it begins): the first tick comes one
+/// interval later, and the timer stays on its grid from there. Two tasks that iterate the same sequence each get
+/// every tick; one iterator cannot be shared between tasks (it is not
+/// `Sendable`).
+///
+/// Ticks never pile up: a slow consumer gets the next tick with the skipped
+/// ones counted in ``Tick/missed`` and the latest grid instant in
+/// ``Tick/timestamp``. The timer runs on a ``TimerLoop`` (TimerKit's own
+/// background loop unless one is given) and is invalidated when the
+/// iteration ends: the task is cancelled (`next()` returns `nil`), or the
+/// iterator is dropped.
+public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
+    /// One tick.
+    public struct Tick: Sendable, Hashable {
+        /// The grid instant the tick stands for: when it was due (the latest
+        /// one, if ticks were merged). Whole intervals after the start, so a
+        /// display computed from it changes exactly on the grid.
+        public var timestamp: Clock.Instant
+        /// Ticks skipped before this one: fires the loop missed by whole
+        /// intervals, plus ticks that came while the consumer was still busy
+        /// with an earlier one (they are merged into the next tick rather
+        /// than queued).
+        public var missed: UInt64
+    }
+
     /// Each element is a ``Tick``.
     public typealias Element = Tick
 
-    private let source: TickSource
+    /// Iterating throws only ``TimerError``.
+    public typealias Failure = TimerError
 
-    /// Starts a repeating timer that ticks every `interval`, first one
-    /// `interval` from now.
+    let interval: Duration
+    let tolerance: Duration
+    let clock: Clock
+    let loop: TimerLoop?
+    let mode: LoopMode
+
+    /// Ticks every `interval` on `clock`.
     ///
     /// - Parameters:
-    ///   - loop: the loop to run the timer on; by default TimerKit's background loop.
-    ///   - modes: the modes of `loop` the timer ticks in.
-    /// - Throws: ``TimerError/invalidInterval(_:)``, ``TimerError/negativeTolerance(_:)``,
-    ///   or ``TimerError/core(_:)`` if the background loop cannot start.
+    ///   - loop: the loop to run the timers on; by default TimerKit's
+    ///     background loop, or for a ``ManualClock`` its ``ManualClock/loop``.
+    ///   - mode: the mode of `loop` the timers tick in.
+    /// - Throws: ``TimerError/invalidInterval(_:)``,
+    ///   ``TimerError/negativeTolerance(_:)``.
     public init(
         every interval: Duration,
         tolerance: Duration = .zero,
-        clock: CoreClock = .monotonic,
+        clock: Clock,
         on loop: TimerLoop? = nil,
-        in modes: [LoopMode] = [.default]
+        in mode: LoopMode = .default
     ) throws(TimerError) {
-        let chosen: TimerLoop
-        if let loop { chosen = loop } else { chosen = try SleepService.loop.get() }
-        source = try TickSource(
-            loop: chosen, interval: interval, tolerance: tolerance, clock: clock, modes: modes)
+        _ = try AnyLoopTimer.intervalNanoseconds(interval)
+        _ = try AnyLoopTimer.toleranceNanoseconds(tolerance)
+        self.interval = interval
+        self.tolerance = tolerance
+        self.clock = clock
+        self.loop = loop ?? (clock as? ManualClock)?.loop
+        self.mode = mode
     }
 
-    /// An iterator over the ticks. Iterate from one task at a time.
+    /// An iterator with a timer of its own, scheduled now.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(source: source)
+        Iterator(source: Result { () throws(TimerError) in try startSource() })
     }
 
-    /// Waits for the next tick.
+    /// Schedules the timer for one iterator.
+    private func startSource() throws(TimerError) -> TickSource<Clock> {
+        let loop: TimerLoop
+        if let given = self.loop {
+            loop = given
+        } else {
+            loop = try SleepService.shared.loop.get()
+        }
+        return try TickSource(
+            loop: loop, interval: interval, tolerance: tolerance, clock: clock, mode: mode)
+    }
+
+    /// Waits for the ticks of one timer.
     public struct Iterator: AsyncIteratorProtocol {
-        let source: TickSource
+        /// The timer's ticks, or why the timer could not be scheduled.
+        let source: Result<TickSource<Clock>, TimerError>
 
         /// The next tick, or `nil` once the iterating task is cancelled.
-        public mutating func next() async -> Tick? {
-            await source.next()
+        ///
+        /// - Throws: ``TimerError`` if the timer could not be scheduled (a
+        ///   mode error, or the loop's thread could not start), or its loop's
+        ///   run failed (see ``TimerLoop/failure``).
+        public mutating func next() async throws(TimerError) -> Tick? {
+            try await source.get().next()
+        }
+
+        /// The next tick, waited for without leaving `actor`'s isolation.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(TimerError)
+            -> Tick?
+        {
+            try await source.get().next()
         }
     }
 }
 
-/// The timer behind a ``TimerTicks`` and the tick it holds for the consumer.
-final class TickSource: Sendable {
+@available(*, unavailable, message: "an iterator belongs to one task; iterate the sequence again instead")
+extension TimerTicks.Iterator: Sendable {}
+
+extension TimerTicks where Clock == MonotonicClock {
+    /// Ticks every `interval` on the monotonic clock; see
+    /// ``init(every:tolerance:clock:on:in:)``.
+    ///
+    /// - Throws: ``TimerError/invalidInterval(_:)``,
+    ///   ``TimerError/negativeTolerance(_:)``.
+    public init(
+        every interval: Duration,
+        tolerance: Duration = .zero,
+        on loop: TimerLoop? = nil,
+        in mode: LoopMode = .default
+    ) throws(TimerError) {
+        try self.init(
+            every: interval, tolerance: tolerance, clock: MonotonicClock(), on: loop, in: mode)
+    }
+}
+
+/// The timer behind one ``TimerTicks`` iterator and the tick it holds for the
+/// consumer.
+final class TickSource<Clock: TimerClock>: LoopWaiter {
+    typealias Tick = TimerTicks<Clock>.Tick
+
     private struct State {
         var pending: Tick?
-        var waiter: CheckedContinuation<Tick?, Never>?
+        var waiter: CheckedContinuation<Result<Tick?, TimerError>, Never>?
         var finished = false
+        var failure: TimerError?
     }
 
     private let state = ThreadLocked(State())
-    private let timer: LoopTimer
+    private let timer: LoopTimer<Clock>
+    private let loop: TimerLoop
 
-    init(
-        loop: TimerLoop, interval: Duration, tolerance: Duration, clock: CoreClock,
-        modes: [LoopMode]
-    ) throws(TimerError) {
-        let reference = WeakBox()
+    init(loop: TimerLoop, interval: Duration, tolerance: Duration, clock: Clock, mode: LoopMode)
+        throws(TimerError)
+    {
+        self.loop = loop
+        let reference = WeakBox<Clock>()
         timer = try LoopTimer(
             after: interval, repeating: interval, tolerance: tolerance, clock: clock
         ) { timer, missed in
             guard let source = reference.source else { return timer.invalidate() }
-            source.deliver(missed: missed)
+            // The timer has moved on: the tick stands for the grid point
+            // one interval before its next fire.
+            guard let next = timer.fireDate else { return }
+            source.deliver(Tick(timestamp: next - interval, missed: missed))
         }
         reference.source = self
-        try loop.add(timer, in: modes)
+        try loop.register(self)
+        do {
+            try loop.add(timer, forMode: mode)
+        } catch {
+            loop.unregister(self)
+            throw error
+        }
     }
 
     deinit {
         timer.invalidate()
+        loop.unregister(self)
     }
 
     /// A fire of the timer: hand it to a waiting consumer, or merge it into
     /// the tick held for the next one.
-    private func deliver(missed: UInt64) {
-        let waiter: CheckedContinuation<Tick?, Never>? = state.withLock { state in
+    private func deliver(_ tick: Tick) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Tick?, TimerError>, Never>? in
             guard !state.finished else { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
                 return waiter
             }
             if let held = state.pending {
-                state.pending = Tick(missed: held.missed + 1 + missed)
+                state.pending = Tick(timestamp: tick.timestamp, missed: held.missed + 1 + tick.missed)
             } else {
-                state.pending = Tick(missed: missed)
+                state.pending = tick
             }
             return nil
         }
-        waiter?.resume(returning: Tick(missed: missed))
+        waiter?.resume(returning: .success(tick))
     }
 
-    func next() async -> Tick? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Tick?, Never>) in
-                let ready: Tick?? = state.withLock { state in
+    func next() async throws(TimerError) -> Tick? {
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<Tick?, TimerError>, Never>) in
+                let ready: Result<Tick?, TimerError>? = state.withLock { state in
+                    if let failure = state.failure { return .failure(failure) }
                     if let tick = state.pending {
                         state.pending = nil
-                        return .some(tick)
+                        return .success(tick)
                     }
-                    if state.finished || Task.isCancelled { return .some(nil) }
+                    if state.finished || Task.isCancelled { return .success(nil) }
                     state.waiter = continuation
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            finish()
+            finish(nil)
         }
+        return try result.get()
     }
 
-    /// Ends the sequence: no more ticks, and the timer is invalidated.
-    private func finish() {
+    /// The loop's run failed: the waiting `next()` and every later one throw.
+    func loopFailed(_ error: TimerError) {
+        finish(error)
+    }
+
+    /// Ends the ticks: no more, and the timer is invalidated; with `failure`,
+    /// `next()` throws it from now on.
+    private func finish(_ failure: TimerError?) {
         let waiter = state.withLock { state in
             state.finished = true
+            if state.failure == nil { state.failure = failure }
             defer { state.waiter = nil }
             return state.waiter
         }
         timer.invalidate()
-        waiter?.resume(returning: nil)
+        waiter?.resume(returning: failure.map { .failure($0) } ?? .success(nil))
     }
 }
 
 /// The timer's weak way back to its source (the source owns the timer).
-private final class WeakBox: @unchecked Sendable {
+private final class WeakBox<Clock: TimerClock>: @unchecked Sendable {
     // Written once before the timer is scheduled, read by its action after.
-    weak var source: TickSource?
+    weak var source: TickSource<Clock>?
 }

@@ -1,3 +1,5 @@
+import TimerKit
+
 /// Proleptic Gregorian calendar arithmetic in UTC, without Foundation: days
 /// since the Unix epoch to and from year/month/day (the algorithms of Howard
 /// Hinnant's "chrono-compatible low-level date algorithms").

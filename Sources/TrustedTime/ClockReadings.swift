@@ -1,4 +1,4 @@
-import CTimerCore
+import TimerKit
 
 /// Where ``TrustedClock`` and ``SuspendAwareStopwatch`` get their clock
 /// readings: the boot clock, the monotonic clock, the wall clock and the boot
@@ -49,20 +49,11 @@ public struct SystemClockReadings: ClockReadings {
     public var monotonic: MonotonicClock.Instant { MonotonicClock().now }
 
     /// `CLOCK_REALTIME`, since the Unix epoch.
-    public var wall: Duration {
-        var nanoseconds: Int64 = 0
-        _ = tk_clock_now(TK_CLOCK_REALTIME, &nanoseconds)
-        return .nanoseconds(nanoseconds)
-    }
+    public var wall: Duration { WallClock().now.offset }
 
     /// This boot's id (read once per process: it cannot change while the
     /// process lives).
     public var bootID: String? { Self.cachedBootID }
 
-    private static let cachedBootID: String? = {
-        var buffer = [CChar](repeating: 0, count: 64)
-        guard tk_boot_id(&buffer, buffer.count) == 0 else { return nil }
-        let bytes = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
-        return String(decoding: bytes, as: UTF8.self)
-    }()
+    private static let cachedBootID: String? = try? BootClock.bootID()
 }

@@ -1,10 +1,5 @@
-import CTimerCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CTimerSNTP
+import TimerKit
 
 /// What an SNTP server said, and what it means for the local clocks.
 public struct SNTPMeasurement: Sendable, Hashable {
@@ -40,42 +35,51 @@ public struct SNTPMeasurement: Sendable, Hashable {
     public var repliesAccepted: Int
 }
 
-/// An SNTP client (RFC 4330) over UDP, built on the C core's `tk_sntp_query`.
+/// An SNTP client (RFC 4330) over UDP, built on CTimerSNTP's `tk_sntp_query`.
 ///
 /// ```swift
-/// let measurement = try SNTPClient.query(server: "127.0.0.1", port: 12_300, samples: 4)
+/// let measurement = try SNTPClient.query(server: "time.example.org", samples: 4)
 /// print(measurement.offset, measurement.errorBound)
 /// ```
 ///
-/// It blocks the calling thread: up to `samples × timeout`.
+/// It blocks the calling thread: up to the timeout to resolve a host name,
+/// then up to `samples × timeout` for each address tried.
 public enum SNTPClient {
-    /// Sends `samples` requests to `server` (an IPv4 or IPv6 literal; names
-    /// are not resolved) and returns the reply with the smallest delay.
+    /// Sends `samples` requests to `server` and returns the reply with the
+    /// smallest delay.
+    ///
+    /// `server` is a host name (resolved with `getaddrinfo` within
+    /// `timeout`; each address it resolves to is tried in turn until one
+    /// answers) or an IPv4 or IPv6 address literal. Port 0 means 123.
     ///
     /// Use one sample with a public server: they rate-limit clients and may
     /// answer with a kiss-of-death.
     ///
     /// - Throws: a ``TrustedTimeError`` saying why no valid reply came:
+    ///   ``TrustedTimeError/serverNotFound(_:)``,
+    ///   ``TrustedTimeError/nameResolutionFailed(_:)``,
+    ///   ``TrustedTimeError/invalidServerName(_:)``,
     ///   ``TrustedTimeError/timedOut``, ``TrustedTimeError/kissOfDeath(code:)``,
     ///   a rejected reply (``TrustedTimeError/spoofedReply`` and the others),
-    ///   ``TrustedTimeError/connectionRefused``, an invalid argument, or a
-    ///   failed system call.
+    ///   ``TrustedTimeError/connectionRefused``,
+    ///   ``TrustedTimeError/invalidArgument(_:)``, or a failed system call.
     public static func query(
         server: String, port: UInt16 = 123, samples: Int = 1, timeout: Duration = .seconds(2)
     ) throws(TrustedTimeError) -> SNTPMeasurement {
         guard (1...Int(TK_SNTP_MAX_SAMPLES)).contains(samples) else {
             throw .invalidArgument("samples must be in 1...\(TK_SNTP_MAX_SAMPLES), not \(samples)")
         }
-        guard timeout > .zero else {
-            throw .invalidArgument("the timeout must be positive, not \(timeout)")
+        // At least a nanosecond: the C core counts in whole nanoseconds.
+        guard timeout.saturatingNanoseconds >= 1 else {
+            throw .invalidArgument("the timeout must be at least 1 ns, not \(timeout)")
         }
-        guard port != 0 else { throw .invalidArgument("port 0") }
         var result = tk_sntp_result()
-        let code = tk_sntp_query(
-            server, port, timeout.saturatingNanoseconds, UInt32(samples), &result)
-        guard code == 0 else {
-            if code == -EINVAL { throw .invalidServerAddress(server) }
-            throw .sntp(code, kissCode: kissCode(of: result))
+        do {
+            _ = try SystemError.check(
+                tk_sntp_query(server, port, timeout.saturatingNanoseconds, UInt32(samples), &result),
+                "tk_sntp_query")
+        } catch {
+            throw .sntp(error, server: server, kissCode: kissCode(of: result))
         }
         return measurement(of: result)
     }

@@ -1,3 +1,5 @@
+import TimerKit
+
 /// Measures elapsed time on the boot clock and on the monotonic clock at once,
 /// so a program can tell how long the machine was suspended meanwhile.
 ///

@@ -1,3 +1,5 @@
+import TimerKit
+
 /// A reading of a ``TrustedClock``: the time since the Unix epoch, how far it
 /// may be from true time, and where it comes from.
 ///

@@ -1,4 +1,4 @@
-import CTimerCore
+import TimerKit
 
 #if canImport(Glibc)
 import Glibc
@@ -21,9 +21,14 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
 
     // MARK: SNTP
 
-    /// The server is not an IPv4 or IPv6 address literal (names are not
-    /// resolved).
-    case invalidServerAddress(String)
+    /// The server is neither a host name nor an IP address (for example an
+    /// empty string).
+    case invalidServerName(String)
+    /// The server's host name does not resolve to an address.
+    case serverNotFound(String)
+    /// The resolver could not look the name up: no name server answered,
+    /// or one failed (for now or for good).
+    case nameResolutionFailed(String)
     /// A sample count outside 1...64 or a timeout that is not positive.
     case invalidArgument(String)
     /// No reply came in time.
@@ -68,15 +73,17 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
     // MARK: System
 
     /// A system call failed (the C function or system call and its errno).
-    case system(CoreError)
+    case system(SystemError)
 
     /// A sentence saying what went wrong.
     public var description: String {
         switch self {
         case .invalidSample(let why): "invalid time sample: \(why)"
         case .invalidHTTPDate(let text): "not an HTTP-date: \"\(text)\""
-        case .invalidServerAddress(let address):
-            "not an IPv4 or IPv6 address literal: \"\(address)\" (names are not resolved)"
+        case .invalidServerName(let server): "not a host name or an IP address: \"\(server)\""
+        case .serverNotFound(let server): "the host name \"\(server)\" does not resolve"
+        case .nameResolutionFailed(let server):
+            "the resolver could not look up \"\(server)\""
         case .invalidArgument(let why): "invalid argument: \(why)"
         case .timedOut: "the time server did not answer in time"
         case .connectionRefused: "nothing listens on the time server's port"
@@ -98,20 +105,24 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
         }
     }
 
-    /// The error for a negative errno returned by `tk_sntp_query`.
-    static func sntp(_ result: Int32, kissCode: String) -> TrustedTimeError {
-        switch -result {
-        case ETIMEDOUT: .timedOut
-        case ECONNREFUSED: .connectionRefused
-        case EACCES: .kissOfDeath(code: kissCode)
-        case EMSGSIZE: .shortReply
-        case ENOMSG: .spoofedReply
-        case EPROTO: .notAServerReply
-        case EPROTONOSUPPORT: .unsupportedVersion
-        case ENODATA: .serverUnsynchronized
-        case ERANGE: .stratumOutOfRange
-        case EBADMSG: .invalidTimestamps
-        case let code: .system(CoreError(code: code, function: "tk_sntp_query"))
+    /// What a failed `tk_sntp_query` for `server` means (its errors are
+    /// listed in CTimerSNTP.h).
+    static func sntp(_ failure: SystemError, server: String, kissCode: String) -> TrustedTimeError {
+        switch failure.errno {
+        case .invalidArgument: .invalidServerName(server)
+        case .noSuchAddressOrDevice: .serverNotFound(server)
+        case .resourceTemporarilyUnavailable, .remoteIOError: .nameResolutionFailed(server)
+        case .timedOut: .timedOut
+        case .connectionRefused: .connectionRefused
+        case .permissionDenied: .kissOfDeath(code: kissCode)
+        case .messageTooLong: .shortReply
+        case .noMessage: .spoofedReply
+        case .protocolError: .notAServerReply
+        case .protocolNotSupported: .unsupportedVersion
+        case .noData: .serverUnsynchronized
+        case .outOfRange: .stratumOutOfRange
+        case .badMessage: .invalidTimestamps
+        default: .system(failure)
         }
     }
 }

@@ -1,10 +1,11 @@
 import CTimerCore
-import Foundation
 import TimerKit
+import TrustedTime
 
-/// `timerkit clocks`: every clock's reading and resolution, through the Swift
-/// facade (CoreClock) and the C core (tk_clock_now, tk_clock_resolution), the
-/// boot id, this thread's timer slack and the time spent suspended.
+/// `timerkit clocks`: every clock's reading and resolution, through
+/// TimerKit's clocks and through the C core (tk_clock_now,
+/// tk_clock_resolution), the boot id, this thread's timer slack and the time
+/// spent suspended.
 enum ClocksCommand {
     static func run() -> Int32 {
         var failures: [String] = []
@@ -15,51 +16,36 @@ enum ClocksCommand {
             var resolution: Int64 = 0
             let a = tk_clock_now(clock, &now)
             let b = tk_clock_resolution(clock, &resolution)
-            if a != 0 { failures.append("tk_clock_now(\(name)) returned \(a)") }
-            if b != 0 { failures.append("tk_clock_resolution(\(name)) returned \(b)") }
+            if a != 0 { failures.append("tk_clock_now(\(name)): \(Errno(rawValue: a))") }
+            if b != 0 { failures.append("tk_clock_resolution(\(name)): \(Errno(rawValue: b))") }
             return a == 0 && b == 0 ? (now, resolution) : nil
         }
 
-        let header = pad("clock", 10) + pad("CoreClock.now()", 24, right: true)
-            + pad("tk_clock_now()", 24, right: true) + pad("resolution (Swift / C)", 26, right: true)
-        lines.append(header)
-        let clocks: [(CoreClock, tk_clock, String)] = [
-            (.monotonic, TK_CLOCK_MONOTONIC, "monotonic"),
-            (.boot, TK_CLOCK_BOOTTIME, "boot"),
-            (.wall, TK_CLOCK_REALTIME, "wall"),
+        lines.append(
+            pad("clock", 10) + pad("TimerKit (s)", 24, right: true)
+                + pad("tk_clock_now (s)", 24, right: true)
+                + pad("resolution (Swift / C)", 26, right: true))
+        let clocks: [(ClockID, (now: Duration, resolution: Duration), tk_clock)] = [
+            (.monotonic, (MonotonicClock().now.offset, MonotonicClock().minimumResolution), TK_CLOCK_MONOTONIC),
+            (.boot, (BootClock().now.offset, BootClock().minimumResolution), TK_CLOCK_BOOTTIME),
+            (.wall, (WallClock().now.offset, WallClock().minimumResolution), TK_CLOCK_REALTIME),
         ]
-        var wallNow: Int64?
-        for (clock, raw, name) in clocks {
-            var swiftNow = "-"
-            var swiftResolution = "-"
-            do throws(CoreError) {
-                swiftNow = seconds(try clock.now().nanoseconds) + " s"
-                swiftResolution = "\(try clock.resolution().nanoseconds) ns"
-            } catch {
-                failures.append("CoreClock.\(name): \(error)")
-            }
-            let c = core(raw, name)
-            if raw == TK_CLOCK_REALTIME { wallNow = c?.now }
+        for (id, swift, raw) in clocks {
+            let c = core(raw, id.description)
             lines.append(
-                pad(name, 10) + pad(swiftNow, 24, right: true)
-                    + pad(c.map { seconds($0.now) + " s" } ?? "-", 24, right: true)
-                    + pad(swiftResolution + " / " + (c.map { "\($0.resolution) ns" } ?? "-"), 26, right: true))
+                pad(id.description, 10)
+                    + pad(seconds(swift.now.saturatingNanoseconds), 24, right: true)
+                    + pad(c.map { seconds($0.now) } ?? "-", 24, right: true)
+                    + pad("\(swift.resolution.saturatingNanoseconds) ns / " + (c.map { "\($0.resolution) ns" } ?? "-"),
+                          26, right: true))
         }
-        if let wallNow {
-            let date = Date(timeIntervalSince1970: Double(wallNow) / 1e9)
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            lines.append(pad("", 10) + "  wall = \(formatter.string(from: date))")
-        }
+        lines.append(pad("", 10) + "  wall = " + TrustedTime(sinceEpoch: WallClock().now.offset).description)
         lines.append("")
 
-        var bootID = [CChar](repeating: 0, count: 64)
-        let idResult = tk_boot_id(&bootID, bootID.count)
-        if idResult == 0 {
-            let id = String(decoding: bootID.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            lines.append("boot id (tk_boot_id):              \(id)")
-        } else {
-            failures.append("tk_boot_id returned \(idResult)")
+        do throws(TimerError) {
+            lines.append("boot id (BootClock.bootID):        \(try BootClock.bootID())")
+        } catch {
+            failures.append("boot id: \(error)")
         }
 
         var slack: Int64 = 0
@@ -67,39 +53,21 @@ enum ClocksCommand {
         if slackResult == 0 {
             lines.append("timer slack (tk_timer_slack):      \(slack) ns (\(micros(slack)) us), this thread")
         } else {
-            failures.append("tk_timer_slack returned \(slackResult)")
+            failures.append("tk_timer_slack: \(Errno(rawValue: slackResult))")
         }
 
         // BOOTTIME - MONOTONIC, with the boot reading bracketed by two
         // monotonic ones; the bracket bounds the error.
-        var before: Int64 = 0
-        var boot: Int64 = 0
-        var after: Int64 = 0
-        let r1 = tk_clock_now(TK_CLOCK_MONOTONIC, &before)
-        let r2 = tk_clock_now(TK_CLOCK_BOOTTIME, &boot)
-        let r3 = tk_clock_now(TK_CLOCK_MONOTONIC, &after)
-        if r1 == 0 && r2 == 0 && r3 == 0 {
-            let suspended = boot - (before + (after - before) / 2)
-            lines.append(
-                "suspended (BOOTTIME - MONOTONIC):  \(seconds(suspended)) s (+/- \((after - before + 1) / 2) ns)")
-        } else {
-            failures.append("tk_clock_now for the suspend time returned \(r1), \(r2), \(r3)")
-        }
-        do throws(CoreError) {
-            let first = try CoreClock.monotonic.now()
-            let boot = try CoreClock.boot.now()
-            let last = try CoreClock.monotonic.now()
-            let suspended = boot.nanoseconds - (first.nanoseconds + (last - first).nanoseconds / 2)
-            lines.append(
-                "  same via CoreClock:               \(seconds(suspended)) s (+/- \(((last - first).nanoseconds + 1) / 2) ns)")
-        } catch {
-            failures.append("CoreClock: \(error)")
-        }
+        let before = MonotonicClock().now
+        let boot = BootClock().now
+        let after = MonotonicClock().now
+        let suspended = boot.offset - (before.offset + (after - before) / 2)
+        lines.append(
+            "suspended (BOOTTIME - MONOTONIC):  \(seconds(suspended.saturatingNanoseconds)) s "
+                + "(+/- \(((after - before).saturatingNanoseconds + 1) / 2) ns)")
 
         print(lines.joined(separator: "\n"))
-        for failure in failures {
-            FileHandle.standardError.write(Data("timerkit clocks: \(failure)\n".utf8))
-        }
+        for failure in failures { printError("timerkit clocks: \(failure)") }
         return failures.isEmpty ? 0 : 1
     }
 }

@@ -13,7 +13,7 @@ import Musl
 /// the sync detected. scripts/test-trusted-time.sh runs it under faketime
 /// against chrony on loopback.
 ///
-///     timerkit trusted-time --server 127.0.0.1 --port N [--samples N] [--timeout-ms N]
+///     timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
 ///                           [--state FILE] [--no-sync] [--json]
 ///     timerkit trusted-time --clocks
 ///
@@ -24,13 +24,14 @@ import Musl
 /// it outside faketime to learn the real time).
 enum TrustedTimeCommand {
     static let usage = """
-        usage: timerkit trusted-time --server ADDRESS --port N [--samples N] [--timeout-ms N]
+        usage: timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
                                      [--state FILE] [--no-sync] [--json]
                timerkit trusted-time --clocks
 
-          Syncs a trusted clock from the SNTP server at ADDRESS (an IPv4 or IPv6 literal)
-          and prints trusted time, its error bound, the local clocks, and the wall-clock
-          changes the sync detected.
+          Syncs a trusted clock from the SNTP server HOST (a host name such as
+          time.example.org, or an IPv4 or IPv6 address) and prints trusted time, its error
+          bound, the local clocks, and the wall-clock changes the sync detected.
+            --port N        the server's port (default 123)
             --samples N     requests to send; the reply with the smallest delay wins (default 4)
             --timeout-ms N  how long to wait for each reply (default 2000)
             --state FILE    restore the clock from FILE first, save it there after the sync
@@ -57,7 +58,7 @@ enum TrustedTimeCommand {
         while let argument = rest.popFirst() {
             switch argument {
             case "--server":
-                guard let value = rest.popFirst() else { return usageError("--server needs an address") }
+                guard let value = rest.popFirst() else { return usageError("--server needs a host") }
                 options.server = value
             case "--port":
                 guard let value = rest.popFirst(), let port = UInt16(value), port != 0 else {
@@ -128,19 +129,19 @@ enum TrustedTimeCommand {
                 fields.append(
                     ("sntp",
                      .object([
-                        ("offset_ns", .int(m.offset.nanoseconds)),
-                        ("delay_ns", .int(m.delay.nanoseconds)),
-                        ("error_bound_ns", .int(m.errorBound.nanoseconds)),
-                        ("server_time_ns", .int(m.serverTime.nanoseconds)),
-                        ("local_wall_ns", .int(m.localWallTime.nanoseconds)),
-                        ("sent_boot_ns", .int(m.sample.sentAt.offset.nanoseconds)),
-                        ("received_boot_ns", .int(m.sample.receivedAt.offset.nanoseconds)),
+                        ("offset_ns", .int(m.offset.saturatingNanoseconds)),
+                        ("delay_ns", .int(m.delay.saturatingNanoseconds)),
+                        ("error_bound_ns", .int(m.errorBound.saturatingNanoseconds)),
+                        ("server_time_ns", .int(m.serverTime.saturatingNanoseconds)),
+                        ("local_wall_ns", .int(m.localWallTime.saturatingNanoseconds)),
+                        ("sent_boot_ns", .int(m.sample.sentAt.offset.saturatingNanoseconds)),
+                        ("received_boot_ns", .int(m.sample.receivedAt.offset.saturatingNanoseconds)),
                         ("stratum", .int(Int64(m.stratum))),
                         ("version", .int(Int64(m.version))),
                         ("leap", .int(Int64(m.leapIndicator))),
-                        ("root_delay_ns", .int(m.rootDelay.nanoseconds)),
-                        ("root_dispersion_ns", .int(m.rootDispersion.nanoseconds)),
-                        ("precision_ns", .int(m.precision.nanoseconds)),
+                        ("root_delay_ns", .int(m.rootDelay.saturatingNanoseconds)),
+                        ("root_dispersion_ns", .int(m.rootDispersion.saturatingNanoseconds)),
+                        ("precision_ns", .int(m.precision.saturatingNanoseconds)),
                         ("requests_sent", .int(Int64(m.requestsSent))),
                         ("replies_accepted", .int(Int64(m.repliesAccepted))),
                      ])))
@@ -160,23 +161,23 @@ enum TrustedTimeCommand {
         clock.checkWallClock()
 
         fields.append(("synced", .bool(trusted.isSynced)))
-        fields.append(("boot_ns", .int(bootBefore.offset.nanoseconds)))
-        fields.append(("boot_after_ns", .int(bootAfter.offset.nanoseconds)))
-        fields.append(("monotonic_ns", .int(monotonic.offset.nanoseconds)))
-        fields.append(("wall_ns", .int(wall.nanoseconds)))
+        fields.append(("boot_ns", .int(bootBefore.offset.saturatingNanoseconds)))
+        fields.append(("boot_after_ns", .int(bootAfter.offset.saturatingNanoseconds)))
+        fields.append(("monotonic_ns", .int(monotonic.offset.saturatingNanoseconds)))
+        fields.append(("wall_ns", .int(wall.saturatingNanoseconds)))
         fields.append(("wall_iso", .string(iso8601(wall))))
-        fields.append(("trusted_ns", .int(trusted.sinceEpoch.nanoseconds)))
+        fields.append(("trusted_ns", .int(trusted.sinceEpoch.saturatingNanoseconds)))
         fields.append(("trusted_iso", .string(iso8601(trusted.sinceEpoch))))
-        fields.append(("trusted_error_ns", trusted.errorBound.map { .int($0.nanoseconds) } ?? .null))
+        fields.append(("trusted_error_ns", trusted.errorBound.map { .int($0.saturatingNanoseconds) } ?? .null))
         fields.append(("source", .string(describe(trusted.source))))
-        fields.append(("wall_minus_trusted_ns", clock.wallClockOffset.map { .int($0.nanoseconds) } ?? .null))
+        fields.append(("wall_minus_trusted_ns", clock.wallClockOffset.map { .int($0.saturatingNanoseconds) } ?? .null))
         fields.append(
             ("wall_clock_changes",
              .array(changes.all.map { change in
                  .object([
                     ("cause", .string(describe(change.cause))),
-                    ("change_ns", .int(change.change.nanoseconds)),
-                    ("offset_ns", change.offset.map { .int($0.nanoseconds) } ?? .null),
+                    ("change_ns", .int(change.change.saturatingNanoseconds)),
+                    ("offset_ns", change.offset.map { .int($0.saturatingNanoseconds) } ?? .null),
                  ])
              })))
         fields.append(("needs_sync", .bool(clock.needsSync)))
@@ -209,11 +210,11 @@ enum TrustedTimeCommand {
         let bootAfter = readings.boot
         print(
             JSON.object([
-                ("boot_ns", .int(bootBefore.offset.nanoseconds)),
-                ("wall_ns", .int(wall.nanoseconds)),
-                ("boot_after_ns", .int(bootAfter.offset.nanoseconds)),
+                ("boot_ns", .int(bootBefore.offset.saturatingNanoseconds)),
+                ("wall_ns", .int(wall.saturatingNanoseconds)),
+                ("boot_after_ns", .int(bootAfter.offset.saturatingNanoseconds)),
                 ("wall_iso", .string(iso8601(wall))),
-            ]).render())
+            ]).renderLine())
         return 0
     }
 

@@ -9,13 +9,13 @@ import Foundation
 
 let usage = """
     usage: timerkit clocks
-           timerkit trusted-time --server ADDRESS [--port N] [--samples N] [--timeout-ms N]
+           timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
                                  [--state FILE] [--no-sync] [--json]
 
       clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
                boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
       trusted-time
-               sync a TrustedClock from an SNTP server (an IPv4 or IPv6 literal), and print
+               sync a TrustedClock from an SNTP server (a host name or an IP address), and print
                trusted time, its error bound, the wall clock's offset and any tamper event;
                --state FILE restores/saves the sync state, --no-sync only restores
 

@@ -1,8 +1,8 @@
 /*
  * A reference model of a manual TimerKit loop, for tests: the same timer
- * semantics as tk_loop_create_manual + tk_loop_advance, written as plainly as
- * possible (linear scans, no heap) so that it is easy to check by reading.
- * Header-only; every function is static inline.
+ * semantics as tk_loop_create_manual + tk_loop_advance / tk_loop_run, written
+ * as plainly as possible (linear scans, no heap) so that it is easy to check
+ * by reading. Header-only; every function is static inline.
  *
  * The rules, in one place:
  *   - Three clocks, all starting at `start_ns`. A global sequence counter
@@ -13,7 +13,9 @@
  *     absolute deadlines are taken as given. A repeating timer's leeway is
  *     clamped to interval / 2. A deadline of INT64_MAX never comes.
  *   - advance(mode, delta): end = now[MONOTONIC] + delta. A pending
- *     wall-clock step is reported first. Then passes. A pass first puts the
+ *     wall-clock step is reported first. Then passes, each followed by a
+ *     step, until a step reaches `end`.
+ *   - A pass, at the clock readings `now` it starts with, first puts the
  *     parked timers of `mode` back among the pending ones (deadline and seq
  *     unchanged). Then, repeatedly: each clock offers its earliest pending
  *     timer by (deadline, seq), if that timer is due (deadline <= now[clock])
@@ -21,12 +23,27 @@
  *     not due, or is new in this pass, offers nothing more in this pass. The
  *     most overdue offer (now - deadline, largest first; then smaller seq) is
  *     taken: it fires if `mode` is one of its modes and is parked otherwise.
- *     After the pass, the wake-up target is the least
- *     (deadline + leeway - now[clock]) among the unparked timers of `mode`
- *     (a target that saturates at INT64_MAX never comes); if there is none
- *     or it is further away than end - now[MONOTONIC] (how far the clocks
- *     may still move), the clocks jump to `end` and advance returns;
- *     else the clocks move to the target (stats.wakeups++), another pass runs.
+ *     A pass of a run ends early, after the callback, once a stop is
+ *     requested.
+ *   - A step: the wake-up target is the least (deadline + leeway -
+ *     now[clock]) among the unparked timers of `mode` (a target that
+ *     saturates at INT64_MAX never comes), or 0 if a timer of `mode` is
+ *     parked (a nested run in another mode parked it); if there is none or
+ *     it is further away than end - now[MONOTONIC] (how far the clocks may
+ *     still move), the clocks move to `end` (not back) and the step ends the
+ *     advance or run; else the clocks move to the target (stats.wakeups++).
+ *   - run(mode, until, flags): returns STOPPED at once if a stop is pending.
+ *     Then, repeatedly: a pending wall-clock step is reported, a pass runs
+ *     at the clocks' readings (callbacks may run nested runs, which move the
+ *     clocks under it); a stop requested meanwhile ends the run (STOPPED),
+ *     with ONCE a pass that handled something (a fire or the step report)
+ *     ends it (PASSED); with until TK_FOREVER or NOWAIT, a pass at
+ *     now[MONOTONIC] >= until ends it (TIMED_OUT); NOWAIT ends after the
+ *     first pass (PASSED; a non-moving run counts one wake-up); otherwise,
+ *     with a finite `until`, a step to `until` follows, and ends the run
+ *     (TIMED_OUT) when it reaches it. A run with until TK_FOREVER and no
+ *     NOWAIT would wait for descriptors: not modelled. A run from a callback
+ *     of advance returns -EBUSY; advance from any callback does too.
  *   - A one-shot timer is taken out before its callback runs; inside that
  *     callback, cancel returns 0 (once) and reschedule revives it, while
  *     timer_info and fire see no timer. A repeating timer is re-armed before
@@ -47,6 +64,7 @@
 #define TK_REFERENCE_SCHEDULER_H
 
 #include "CTimerCore.h"
+#include "wide_int.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -85,24 +103,40 @@ struct ref_sched {
     size_t *live;      /* indexes of the timers in REF_SCHEDULED */
     size_t live_count, live_capacity;
     int wall_step_pending;
+    int stop_requested;
     int in_callback;   /* callbacks currently running (any depth) */
+    int advancing;     /* inside ref_advance */
     ref_clock_change_fn clock_change_fn;
     void *clock_change_context;
     tk_loop_stats stats;
 };
 
 /* ------------------------------------------------------------------------
- * Saturating arithmetic: exact in 128 bits, then clamped to int64.
+ * Saturating arithmetic: exact in 128 bits (wide_int.h), then clamped to
+ * int64.
  * ------------------------------------------------------------------------ */
 
-static inline int64_t ref_clamp(__int128 v) {
-    if (v > INT64_MAX) return INT64_MAX;
-    if (v < INT64_MIN) return INT64_MIN;
-    return (int64_t)v;
+static inline int64_t ref_add(int64_t a, int64_t b) {
+    return wide_clamp(wide_add(wide_from_i64(a), wide_from_i64(b)));
 }
 
-static inline int64_t ref_add(int64_t a, int64_t b) { return ref_clamp((__int128)a + b); }
-static inline int64_t ref_sub(int64_t a, int64_t b) { return ref_clamp((__int128)a - b); }
+static inline int64_t ref_sub(int64_t a, int64_t b) {
+    return wide_clamp(wide_sub(wide_from_i64(a), wide_from_i64(b)));
+}
+
+/* A repeating timer's re-arm: the grid points it missed, (now - deadline) /
+ * interval, and the next one, deadline + (missed + 1) * interval, clamped.
+ * Both exact: the lateness is below 2^64, and (missed + 1) * interval, at
+ * most lateness + interval, below 2^64 + 2^63, well inside 128 bits.
+ * Requires deadline <= now and interval > 0. */
+static inline int64_t ref_next_on_grid(int64_t deadline, int64_t interval, int64_t now,
+                                       uint64_t *missed) {
+    wide late = wide_sub(wide_from_i64(now), wide_from_i64(deadline));
+    wide skipped = wide_div_u64(late, (uint64_t)interval, NULL);
+    *missed = wide_to_u64(skipped);
+    wide span = wide_mul_u64(wide_add(skipped, wide_from_u64(1)), (uint64_t)interval);
+    return wide_clamp(wide_add(wide_from_i64(deadline), span));
+}
 
 /* ------------------------------------------------------------------------
  * Setup
@@ -302,8 +336,10 @@ static inline int ref_before(const ref_timer *a, const ref_timer *b) {
     return a->seq < b->seq;
 }
 
-/* One pass; returns the number of callbacks run. */
-static inline int64_t ref_pass(ref_sched *ref, unsigned mode) {
+/* One pass at the clock readings `now`; returns the number of callbacks run.
+ * With `stoppable`, ends after the callback during which a stop is requested. */
+static inline int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOCK_COUNT],
+                               int stoppable) {
     tk_mode_set bit = TK_MODES(mode);
     for (size_t k = 0; k < ref->live_count; k++) {
         ref_timer *t = &ref->timers[ref->live[k]];
@@ -327,9 +363,9 @@ static inline int64_t ref_pass(ref_sched *ref, unsigned mode) {
         for (int c = 0; c < TK_CLOCK_COUNT; c++) {
             if (first[c] == SIZE_MAX) continue;
             ref_timer *t = &ref->timers[first[c]];
-            if (t->deadline == INT64_MAX || t->deadline > ref->now[c]) continue;
+            if (t->deadline == INT64_MAX || t->deadline > now[c]) continue;
             if (t->seq >= pass_seq) continue;
-            int64_t late = ref_sub(ref->now[c], t->deadline);
+            int64_t late = ref_sub(now[c], t->deadline);
             if (best == SIZE_MAX || late > best_late ||
                 (late == best_late && t->seq < ref->timers[best].seq)) {
                 best = first[c];
@@ -346,57 +382,115 @@ static inline int64_t ref_pass(ref_sched *ref, unsigned mode) {
         if (t->interval == 0) {
             ref_set_state(ref, best, REF_FIRING);
         } else {
-            /* Exact: `late` < 2^64, and (missed + 1) * interval < late +
-             * interval < 2^65, so nothing here overflows 128 bits. */
-            __int128 late = (__int128)ref->now[t->clock] - t->deadline; /* >= 0 */
-            missed = (uint64_t)(late / t->interval);
-            t->deadline = ref_clamp((__int128)t->deadline + ((__int128)missed + 1) * t->interval);
+            t->deadline = ref_next_on_grid(t->deadline, t->interval, now[t->clock], &missed);
             t->seq = ref->seq++;
         }
         fired++;
         ref_run_callback(ref, best + 1, missed);
         if (ref->timers[best].state == REF_FIRING) ref_set_state(ref, best, REF_DEAD);
+        if (stoppable && ref->stop_requested) break;
     }
     return fired;
+}
+
+/* A step after a pass (see the rules above): 1 if the clocks moved to a
+ * wake-up target, 0 if they moved to `end` (or were past it). */
+static inline int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
+    tk_mode_set bit = TK_MODES(mode);
+    int have_target = 0;
+    int64_t target = 0;
+    for (size_t k = 0; k < ref->live_count; k++) {
+        ref_timer *t = &ref->timers[ref->live[k]];
+        if (!(t->modes & bit)) continue;
+        int64_t v = 0; /* parked: due at once */
+        if (!t->parked) {
+            int64_t at = ref_add(t->deadline, t->leeway);
+            if (at == INT64_MAX) continue;
+            v = ref_sub(at, ref->now[t->clock]);
+            if (v == INT64_MAX) continue;
+        }
+        if (!have_target || v < target) target = v;
+        have_target = 1;
+    }
+    /* How far the clocks may still move together. */
+    int64_t left = ref_sub(end, ref->now[TK_CLOCK_MONOTONIC]);
+    if (!have_target || target > left) {
+        if (left > 0) ref_move_clocks(ref, left);
+        return 0;
+    }
+    ref_move_clocks(ref, target > 0 ? target : 0);
+    ref->stats.wakeups++;
+    return 1;
+}
+
+/* Reports a pending wall-clock step. */
+static inline void ref_report_wall_step(ref_sched *ref) {
+    ref->wall_step_pending = 0;
+    ref->stats.clock_changes++;
+    if (ref->clock_change_fn) {
+        ref->in_callback++;
+        ref->clock_change_fn(ref, ref->clock_change_context);
+        ref->in_callback--;
+    }
 }
 
 static inline int64_t ref_advance(ref_sched *ref, unsigned mode, int64_t delta_ns) {
     if (ref->in_callback) return -EBUSY;
     if (mode >= TK_MODE_COUNT || delta_ns < 0) return -EINVAL;
     int64_t end = ref_add(ref->now[TK_CLOCK_MONOTONIC], delta_ns);
-    if (ref->wall_step_pending) {
-        ref->wall_step_pending = 0;
-        ref->stats.clock_changes++;
-        if (ref->clock_change_fn) {
-            ref->in_callback++;
-            ref->clock_change_fn(ref, ref->clock_change_context);
-            ref->in_callback--;
-        }
-    }
+    ref->advancing++;
+    if (ref->wall_step_pending) ref_report_wall_step(ref);
     int64_t fired = 0;
-    tk_mode_set bit = TK_MODES(mode);
+    do {
+        fired += ref_pass(ref, mode, ref->now, 0);
+    } while (ref_step(ref, mode, end));
+    ref->advancing--;
+    return fired;
+}
+
+/* tk_loop_stop: the innermost run returns after its current callback, or
+ * the next run at once. */
+static inline int ref_stop(ref_sched *ref) {
+    ref->stop_requested = 1;
+    return 0;
+}
+
+/* tk_loop_run on a manual loop with no descriptors watched; see the rules
+ * above. Returns -EDEADLK for a run that would wait forever (until
+ * TK_FOREVER without TK_RUN_NOWAIT), which the model does not cover. */
+static inline int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t flags) {
+    if (mode >= TK_MODE_COUNT || (flags & ~(TK_RUN_ONCE | TK_RUN_NOWAIT))) return -EINVAL;
+    if (ref->advancing) return -EBUSY;
+    int moves_time = until_ns != TK_FOREVER;
+    if (!moves_time && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
+    int waited = 0;
+    int64_t handled = 0;
     for (;;) {
-        fired += ref_pass(ref, mode);
-        int have_target = 0;
-        int64_t target = 0;
-        for (size_t k = 0; k < ref->live_count; k++) {
-            ref_timer *t = &ref->timers[ref->live[k]];
-            if (t->parked || !(t->modes & bit)) continue;
-            int64_t at = ref_add(t->deadline, t->leeway);
-            if (at == INT64_MAX) continue;
-            int64_t v = ref_sub(at, ref->now[t->clock]);
-            if (v == INT64_MAX) continue;
-            if (!have_target || v < target) target = v;
-            have_target = 1;
+        if (ref->stop_requested) {
+            ref->stop_requested = 0;
+            return TK_RUN_STOPPED;
         }
-        /* How far the clocks may still move together (end >= mono). */
-        int64_t left = end - ref->now[TK_CLOCK_MONOTONIC];
-        if (!have_target || target > left) {
-            ref_move_clocks(ref, left);
-            return fired;
+        if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
+        if (ref->wall_step_pending) {
+            ref_report_wall_step(ref);
+            handled++;
         }
-        ref_move_clocks(ref, target > 0 ? target : 0);
-        ref->stats.wakeups++;
+        int64_t now[TK_CLOCK_COUNT];
+        memcpy(now, ref->now, sizeof now);
+        handled += ref_pass(ref, mode, now, 1);
+        if (ref->stop_requested) {
+            ref->stop_requested = 0;
+            return TK_RUN_STOPPED;
+        }
+        if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
+        if (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT)))
+            return TK_RUN_TIMED_OUT;
+        waited = 1;
+        if (!moves_time) {
+            ref->stats.wakeups++; /* the wait that did not wait */
+        } else if (!(flags & TK_RUN_NOWAIT) && !ref_step(ref, mode, until_ns)) {
+            return TK_RUN_TIMED_OUT;
+        }
     }
 }
 

@@ -924,6 +924,48 @@ static void test_manual_only(void) {
     CHECK_EQ(tk_loop_destroy(m), 0);
 }
 
+/* TK_MODES of a mode outside [0, TK_MODE_COUNT) is the empty set, which
+ * schedule and reschedule reject; it is never an out-of-range shift (the
+ * modes come through a volatile, so the shift happens at run time, where
+ * -fsanitize=shift would see it). */
+_Static_assert(TK_MODES(0) == 1u && TK_MODES(31) == 0x80000000u, "TK_MODES in range");
+_Static_assert(TK_MODES(32) == 0 && TK_MODES(-1) == 0 && TK_MODES(1LL << 32) == 0,
+               "TK_MODES out of range is empty");
+
+static void test_modes_out_of_range(void) {
+    static const long long modes[] = {32, 33, 63, 64, 65, 127, 128, 1000, UINT32_MAX,
+                                      -1, -32, INT32_MIN, INT64_MIN, INT64_MAX};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        volatile long long wide_mode = modes[i];
+        volatile unsigned unsigned_mode = (unsigned)modes[i];
+        volatile int int_mode = (int)modes[i];
+        CHECK_EQ(TK_MODES(wide_mode), 0);
+        if (unsigned_mode >= TK_MODE_COUNT) CHECK_EQ(TK_MODES(unsigned_mode), 0);
+        if ((long long)int_mode == modes[i]) CHECK_EQ(TK_MODES(int_mode), 0);
+    }
+    for (volatile unsigned mode = 0; mode < TK_MODE_COUNT; mode++) {
+        CHECK_EQ(TK_MODES(mode), (tk_mode_set)1u << mode);
+    }
+
+    tk_loop *loop = new_manual(0);
+    int calls = 0;
+    volatile unsigned mode = TK_MODE_COUNT;
+    tk_timer_spec bad = mkspec(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(mode), 0);
+    tk_timer_id id = TK_TIMER_NONE;
+    CHECK_EQ(tk_loop_schedule(loop, &bad, count_fn, &calls, &id), -EINVAL);
+    CHECK_EQ(id, TK_TIMER_NONE);
+    tk_timer_id good = sched(loop, mkspec(TK_CLOCK_MONOTONIC, 10, 0, 0, TK_MODES(0), 0), count_fn,
+                             &calls);
+    CHECK_EQ(tk_loop_reschedule(loop, good, &bad), -EINVAL);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, good, &info), 0);
+    CHECK_EQ(info.modes, TK_MODES(0));
+    CHECK_EQ(pending_of(loop), 1);
+    CHECK_EQ(tk_loop_advance(loop, 0, 10), 1);
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* ------------------------------------------------------------------------
  * Running out of descriptors
  * ------------------------------------------------------------------------ */
@@ -1344,6 +1386,7 @@ static const test_case tests[] = {
     {"unissued_handles", test_unissued_handles, 300},
     {"destroy_while_running", test_destroy_while_running, 300},
     {"manual_only", test_manual_only, 300},
+    {"modes_out_of_range", test_modes_out_of_range, 300},
     {"destroy_full", test_destroy_full, 300},
     {"saturation_manual", test_saturation_manual, 300},
     {"saturation_real", test_saturation_real, 300},

@@ -10,6 +10,8 @@
 #ifndef TK_TEST_HARNESS_H
 #define TK_TEST_HARNESS_H
 
+#include "splitmix64.h"
+
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -99,14 +101,8 @@ static inline void on_alarm(int sig) {
     _exit(1);
 }
 
-/* Random numbers: splitmix64; one state per test, one per worker thread. */
-static inline uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* Random numbers: rng_next (splitmix64.h); one state per test, one per
+ * worker thread. rng_below is uniform in [0, n), n > 0 (modulo bias aside). */
 static inline uint64_t rng_below(uint64_t *s, uint64_t n) { return rng_next(s) % n; }
 
 static TK_TEST_UNUSED uint64_t g_rng;

@@ -9,7 +9,8 @@
  * checked. Deadlines are drawn mostly from tiny ranges so that ties are
  * frequent and the seq order (wrap-aware, see tk__heap_entry_before) decides.
  *
- * Usage: test_heap [seed] [ops]     (or env TK_SEED, TK_HEAP_OPS)
+ * Usage: test_heap [seed] [--only=NAME]     (or env TK_SEED; env TK_HEAP_OPS
+ *        sets how many random operations the three random cases share)
  */
 #include "heap.h"
 
@@ -18,61 +19,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "test_harness.h"
 
 /* ------------------------------------------------------------------------
- * Random numbers (xoshiro256**, seeded through splitmix64)
+ * Failure reports
  * ------------------------------------------------------------------------ */
 
-typedef struct rng { uint64_t s[4]; } rng;
+static uint64_t g_op; /* the operation a random case is at */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-/* Uniform in [0, n), n > 0. */
-static uint64_t rng_below(rng *r, uint64_t n) { return rng_next(r) % n; }
-
-/* ------------------------------------------------------------------------
- * Test bookkeeping
- * ------------------------------------------------------------------------ */
-
-static uint64_t g_seed;
-static int g_passed, g_failed;
-static int g_case_failed;
-static const char *g_case;
-static uint64_t g_op;
-
-#define CHECK(cond, ...)                                                       \
+/* Reports a broken expectation with the operation it happened at and returns
+ * -1 from the enclosing function; the test counts one failure for its case. */
+#define REQUIRE(cond, ...)                                                     \
     do {                                                                       \
         if (!(cond)) {                                                         \
             fprintf(stderr, "FAIL [%s] seed=%" PRIu64 " op=%" PRIu64 " %s:%d: ", \
-                    g_case, g_seed, g_op, __FILE__, __LINE__);                \
+                    g_test, g_seed, g_op, __FILE__, __LINE__);                 \
             fprintf(stderr, __VA_ARGS__);                                      \
             fprintf(stderr, "\n");                                             \
-            g_case_failed = 1;                                                 \
             return -1;                                                         \
         }                                                                      \
     } while (0)
@@ -135,7 +99,7 @@ typedef struct config {
 } config;
 
 typedef struct state {
-    rng r;
+    uint64_t r;         /* random state */
     tk__heap heap;
     uint32_t *positions;
     model m;
@@ -166,22 +130,22 @@ static int64_t draw_deadline(state *st) {
 
 /* Checks that the heap's top equals the model's minimum and the counts agree. */
 static int check_top(state *st) {
-    CHECK(st->heap.count == st->m.n, "count %u, model %u", st->heap.count, st->m.n);
-    CHECK(st->heap.count <= st->heap.capacity, "count %u > capacity %u",
+    REQUIRE(st->heap.count == st->m.n, "count %u, model %u", st->heap.count, st->m.n);
+    REQUIRE(st->heap.count <= st->heap.capacity, "count %u > capacity %u",
           st->heap.count, st->heap.capacity);
     const tk__heap_entry *top = tk__heap_top(&st->heap);
     if (st->m.n == 0) {
-        CHECK(top == NULL, "top of empty heap is not NULL");
+        REQUIRE(top == NULL, "top of empty heap is not NULL");
         return 0;
     }
-    CHECK(top != NULL, "top is NULL with %u entries", st->m.n);
-    CHECK(top == &st->heap.entries[0], "top is not entries[0]");
+    REQUIRE(top != NULL, "top is NULL with %u entries", st->m.n);
+    REQUIRE(top == &st->heap.entries[0], "top is not entries[0]");
     const tk__heap_entry *want = &st->m.v[0];
-    CHECK(top->deadline == want->deadline && top->seq == want->seq &&
+    REQUIRE(top->deadline == want->deadline && top->seq == want->seq &&
               top->slot == want->slot,
           "top (%" PRId64 ", %u, slot %u), model min (%" PRId64 ", %u, slot %u)",
           top->deadline, top->seq, top->slot, want->deadline, want->seq, want->slot);
-    CHECK(st->positions[top->slot] == 0, "positions[top slot %u] = %u", top->slot,
+    REQUIRE(st->positions[top->slot] == 0, "positions[top slot %u] = %u", top->slot,
           st->positions[top->slot]);
     return 0;
 }
@@ -191,10 +155,10 @@ static int check_top(state *st) {
 static int check_full(state *st) {
     const tk__heap *h = &st->heap;
     st->checks_full++;
-    CHECK(h->count == st->m.n, "count %u, model %u", h->count, st->m.n);
+    REQUIRE(h->count == st->m.n, "count %u, model %u", h->count, st->m.n);
     for (uint32_t i = 1; i < h->count; i++) {
         uint32_t parent = (i - 1) / TK__HEAP_ARITY;
-        CHECK(!tk__heap_entry_before(&h->entries[i], &h->entries[parent]),
+        REQUIRE(!tk__heap_entry_before(&h->entries[i], &h->entries[parent]),
               "heap order broken: entries[%u] (%" PRId64 ", %u) before its parent "
               "entries[%u] (%" PRId64 ", %u)",
               i, h->entries[i].deadline, h->entries[i].seq, parent,
@@ -202,10 +166,10 @@ static int check_full(state *st) {
     }
     for (uint32_t i = 0; i < h->count; i++) {
         uint32_t slot = h->entries[i].slot;
-        CHECK(slot < st->cfg->max_slots, "entries[%u].slot %u out of range", i, slot);
-        CHECK(st->in_heap[slot], "entries[%u] holds slot %u which is not in the heap",
+        REQUIRE(slot < st->cfg->max_slots, "entries[%u].slot %u out of range", i, slot);
+        REQUIRE(st->in_heap[slot], "entries[%u] holds slot %u which is not in the heap",
               i, slot);
-        CHECK(st->positions[slot] == i, "positions[%u] = %u, but it is at %u", slot,
+        REQUIRE(st->positions[slot] == i, "positions[%u] = %u, but it is at %u", slot,
               st->positions[slot], i);
     }
     /* Same multiset: every model entry is found, with equal fields, through
@@ -213,8 +177,8 @@ static int check_full(state *st) {
     for (uint32_t k = 0; k < st->m.n; k++) {
         const tk__heap_entry *e = &st->m.v[k];
         uint32_t i = st->positions[e->slot];
-        CHECK(i < h->count, "model slot %u: position %u out of range", e->slot, i);
-        CHECK(h->entries[i].slot == e->slot && h->entries[i].deadline == e->deadline &&
+        REQUIRE(i < h->count, "model slot %u: position %u out of range", e->slot, i);
+        REQUIRE(h->entries[i].slot == e->slot && h->entries[i].deadline == e->deadline &&
                   h->entries[i].seq == e->seq,
               "slot %u: heap has (%" PRId64 ", %u), model (%" PRId64 ", %u)", e->slot,
               h->entries[i].deadline, h->entries[i].seq, e->deadline, e->seq);
@@ -246,17 +210,17 @@ static int op_push(state *st) {
     if (st->nfree == 0) return 0;
     uint32_t want = st->heap.count + 1;
     uint32_t old_cap = st->heap.capacity;
-    CHECK(tk__heap_reserve(&st->heap, want) == 0, "reserve(%u) failed", want);
-    CHECK(st->heap.capacity >= want, "reserve(%u) left capacity %u", want,
+    REQUIRE(tk__heap_reserve(&st->heap, want) == 0, "reserve(%u) failed", want);
+    REQUIRE(st->heap.capacity >= want, "reserve(%u) left capacity %u", want,
           st->heap.capacity);
     if (old_cap >= want) {
-        CHECK(st->heap.capacity == old_cap, "reserve(%u) changed capacity %u -> %u "
+        REQUIRE(st->heap.capacity == old_cap, "reserve(%u) changed capacity %u -> %u "
               "although there was room", want, old_cap, st->heap.capacity);
     }
     tk__heap_entry e = {draw_deadline(st), st->seq++, take_slot(st)};
     tk__heap_push(&st->heap, st->positions, e);
     model_insert(&st->m, e);
-    CHECK(st->positions[e.slot] < st->heap.count &&
+    REQUIRE(st->positions[e.slot] < st->heap.count &&
               st->heap.entries[st->positions[e.slot]].slot == e.slot,
           "after push, positions[%u] = %u does not point at it", e.slot,
           st->positions[e.slot]);
@@ -266,9 +230,9 @@ static int op_push(state *st) {
 static int op_remove_at(state *st, uint32_t index) {
     uint32_t slot = st->heap.entries[index].slot;
     tk__heap_entry gone;
-    CHECK(model_remove_slot(&st->m, slot, &gone) == 0,
+    REQUIRE(model_remove_slot(&st->m, slot, &gone) == 0,
           "heap entries[%u] holds slot %u unknown to the model", index, slot);
-    CHECK(gone.deadline == st->heap.entries[index].deadline &&
+    REQUIRE(gone.deadline == st->heap.entries[index].deadline &&
               gone.seq == st->heap.entries[index].seq,
           "slot %u: heap (%" PRId64 ", %u), model (%" PRId64 ", %u)", slot,
           st->heap.entries[index].deadline, st->heap.entries[index].seq,
@@ -282,9 +246,9 @@ static int op_remove_random(state *st) {
     if (st->m.n == 0) return 0;
     uint32_t slot = random_live_slot(st);
     uint32_t index = st->positions[slot];
-    CHECK(index < st->heap.count, "positions[%u] = %u, count %u", slot, index,
+    REQUIRE(index < st->heap.count, "positions[%u] = %u, count %u", slot, index,
           st->heap.count);
-    CHECK(st->heap.entries[index].slot == slot,
+    REQUIRE(st->heap.entries[index].slot == slot,
           "positions[%u] = %u but entries[%u].slot = %u", slot, index, index,
           st->heap.entries[index].slot);
     return op_remove_at(st, index);
@@ -293,8 +257,8 @@ static int op_remove_random(state *st) {
 static int op_pop(state *st) {
     if (st->m.n == 0) return 0;
     const tk__heap_entry *top = tk__heap_top(&st->heap);
-    CHECK(top != NULL, "top is NULL with %u entries", st->m.n);
-    CHECK(top->slot == st->m.v[0].slot, "top slot %u, model min slot %u", top->slot,
+    REQUIRE(top != NULL, "top is NULL with %u entries", st->m.n);
+    REQUIRE(top->slot == st->m.v[0].slot, "top slot %u, model min slot %u", top->slot,
           st->m.v[0].slot);
     return op_remove_at(st, 0);
 }
@@ -303,10 +267,10 @@ static int op_update(state *st) {
     if (st->m.n == 0) return 0;
     uint32_t slot = random_live_slot(st);
     uint32_t index = st->positions[slot];
-    CHECK(index < st->heap.count && st->heap.entries[index].slot == slot,
+    REQUIRE(index < st->heap.count && st->heap.entries[index].slot == slot,
           "positions[%u] = %u does not point at it", slot, index);
     tk__heap_entry e;
-    CHECK(model_remove_slot(&st->m, slot, &e) == 0, "slot %u missing from model", slot);
+    REQUIRE(model_remove_slot(&st->m, slot, &e) == 0, "slot %u missing from model", slot);
     int64_t deadline;
     switch (rng_below(&st->r, 4)) {
     case 0: deadline = e.deadline; break;                       /* same, new seq */
@@ -324,7 +288,7 @@ static int op_update(state *st) {
     e.seq = st->seq++;
     tk__heap_update(&st->heap, st->positions, index, e.deadline, e.seq);
     model_insert(&st->m, e);
-    CHECK(st->heap.entries[st->positions[slot]].slot == slot,
+    REQUIRE(st->heap.entries[st->positions[slot]].slot == slot,
           "after update, positions[%u] = %u does not point at it", slot,
           st->positions[slot]);
     return 0;
@@ -342,7 +306,7 @@ static int op_bulk_heapify(state *st) {
     for (uint32_t k = 0; k < edits; k++) {
         uint32_t i = (uint32_t)rng_below(&st->r, h->count);
         tk__heap_entry e;
-        CHECK(model_remove_slot(&st->m, h->entries[i].slot, &e) == 0, "model lost slot");
+        REQUIRE(model_remove_slot(&st->m, h->entries[i].slot, &e) == 0, "model lost slot");
         e.deadline = draw_deadline(st);
         e.seq = st->seq++;
         h->entries[i] = e;
@@ -367,8 +331,8 @@ static int drain(state *st) {
     uint32_t k = 0;
     while (st->heap.count) {
         const tk__heap_entry *top = tk__heap_top(&st->heap);
-        CHECK(st->m.n > 0, "heap holds more entries than the model");
-        CHECK(top->slot == st->m.v[0].slot && top->seq == st->m.v[0].seq &&
+        REQUIRE(st->m.n > 0, "heap holds more entries than the model");
+        REQUIRE(top->slot == st->m.v[0].slot && top->seq == st->m.v[0].seq &&
                   top->deadline == st->m.v[0].deadline,
               "drain #%u: heap gave (%" PRId64 ", %u, slot %u), model (%" PRId64
               ", %u, slot %u)",
@@ -378,17 +342,19 @@ static int drain(state *st) {
         if ((k & 63) == 0 && check_full(st)) return -1;
         k++;
     }
-    CHECK(st->m.n == 0, "model still holds %u entries after the heap drained", st->m.n);
+    REQUIRE(st->m.n == 0, "model still holds %u entries after the heap drained", st->m.n);
     return 0;
 }
 
+/* One randomized run of `ops` operations from the random state `seed`.
+ * 0, or -1 after reporting what broke. */
 static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
     state st;
     memset(&st, 0, sizeof st);
     st.cfg = cfg;
-    rng_seed(&st.r, seed);
+    st.r = seed;
     tk__heap_init(&st.heap);
-    CHECK(st.heap.count == 0 && tk__heap_top(&st.heap) == NULL, "fresh heap not empty");
+    REQUIRE(st.heap.count == 0 && tk__heap_top(&st.heap) == NULL, "fresh heap not empty");
     st.positions = malloc(cfg->max_slots * sizeof *st.positions);
     st.in_heap = calloc(cfg->max_slots, 1);
     st.free_slots = malloc(cfg->max_slots * sizeof *st.free_slots);
@@ -445,7 +411,7 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
     }
     tk__heap_free(&st.heap);
     if (rc == 0) {
-        CHECK(st.heap.entries == NULL && st.heap.count == 0 && st.heap.capacity == 0,
+        REQUIRE(st.heap.entries == NULL && st.heap.count == 0 && st.heap.capacity == 0,
               "tk__heap_free did not reset the heap");
     }
     free(st.positions);
@@ -456,14 +422,13 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
 }
 
 /* Deterministic checks of ties and of the seq wrap. */
-static int case_ties_fifo(uint64_t seed) {
-    (void)seed;
+static int case_ties_fifo(void) {
     g_op = 0;
     tk__heap h;
     tk__heap_init(&h);
     enum { N = 1000 };
     uint32_t positions[N];
-    CHECK(tk__heap_reserve(&h, N) == 0, "reserve");
+    REQUIRE(tk__heap_reserve(&h, N) == 0, "reserve");
     /* Equal deadlines, seqs crossing the 32-bit wrap: must come out in the
      * order they were pushed. Pushed in a scrambled slot order. */
     uint32_t seq0 = UINT32_MAX - N / 2;
@@ -473,12 +438,12 @@ static int case_ties_fifo(uint64_t seed) {
     }
     for (uint32_t i = 0; i < N; i++) {
         const tk__heap_entry *top = tk__heap_top(&h);
-        CHECK(top && top->seq == seq0 + i && top->slot == (i * 7919u) % N,
+        REQUIRE(top && top->seq == seq0 + i && top->slot == (i * 7919u) % N,
               "tie #%u came out as seq %u slot %u", i, top ? top->seq : 0,
               top ? top->slot : 0);
         tk__heap_remove(&h, positions, 0);
     }
-    CHECK(tk__heap_top(&h) == NULL, "heap not empty");
+    REQUIRE(tk__heap_top(&h) == NULL, "heap not empty");
     /* Reverse insertion with decreasing deadlines and equal ones mixed. */
     for (uint32_t i = 0; i < N; i++) {
         tk__heap_push(&h, positions, (tk__heap_entry){(int64_t)((N - i) / 10), i, i});
@@ -487,8 +452,8 @@ static int case_ties_fifo(uint64_t seed) {
     uint32_t last_seq = 0;
     for (uint32_t i = 0; i < N; i++) {
         const tk__heap_entry *top = tk__heap_top(&h);
-        CHECK(top, "empty too early");
-        CHECK(top->deadline > last_deadline ||
+        REQUIRE(top, "empty too early");
+        REQUIRE(top->deadline > last_deadline ||
                   (top->deadline == last_deadline && top->seq > last_seq),
               "out of order at #%u: (%" PRId64 ", %u) after (%" PRId64 ", %u)", i,
               top->deadline, top->seq, last_deadline, last_seq);
@@ -500,51 +465,53 @@ static int case_ties_fifo(uint64_t seed) {
     return 0;
 }
 
-static uint64_t parse_u64(const char *s, uint64_t fallback) {
-    if (!s || !*s) return fallback;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end) {
-        fprintf(stderr, "bad number '%s'\n", s);
-        exit(2);
+/* ------------------------------------------------------------------------
+ * The tests
+ * ------------------------------------------------------------------------ */
+
+static const config configs[] = {
+    {"small-slots", 64, 0, 0},
+    {"wrap-seq", 4096, UINT32_MAX - 300000, 0},
+    {"wide-deadlines", 2048, 0x7fffff00u, 1},
+};
+
+/* How many random operations the three random cases share (TK_HEAP_OPS);
+ * most go to the first two. */
+static uint64_t g_ops = 1000000;
+
+static void run_config(size_t i) {
+    const uint64_t share[] = {g_ops / 4, g_ops / 2, g_ops - g_ops / 4 - g_ops / 2};
+    if (run_case(&configs[i], g_rng, share[i]) == 0) {
+        CHECK(1);
+        return;
     }
-    return v;
+    PROPERTY_FAIL("reproduce: TK_HEAP_OPS=%" PRIu64 " test_heap %" PRIu64 " --only=%s", g_ops,
+                  g_seed, configs[i].name);
 }
 
+static void test_ties_fifo(void) { CHECK_EQ(case_ties_fifo(), 0); }
+static void test_small_slots(void) { run_config(0); }
+static void test_wrap_seq(void) { run_config(1); }
+static void test_wide_deadlines(void) { run_config(2); }
+
+static const test_case tests[] = {
+    {"ties-fifo", test_ties_fifo, 60},
+    {"small-slots", test_small_slots, 600},
+    {"wrap-seq", test_wrap_seq, 600},
+    {"wide-deadlines", test_wide_deadlines, 600},
+};
+
 int main(int argc, char **argv) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t fallback_seed = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
-    g_seed = parse_u64(argc > 1 ? argv[1] : getenv("TK_SEED"), fallback_seed);
-    uint64_t ops = parse_u64(argc > 2 ? argv[2] : getenv("TK_HEAP_OPS"), 1000000);
-    printf("test_heap: seed=%" PRIu64 " ops=%" PRIu64 "\n", g_seed, ops);
-
-    static const config configs[] = {
-        {"small-slots", 64, 0, 0},
-        {"wrap-seq", 4096, UINT32_MAX - 300000, 0},
-        {"wide-deadlines", 2048, 0x7fffff00u, 1},
-    };
-    /* Most of the ops go to the first two cases. */
-    const uint64_t share[] = {ops / 4, ops / 2, ops - ops / 4 - ops / 2};
-
-    g_case = "ties-fifo";
-    g_case_failed = 0;
-    if (case_ties_fifo(g_seed) || g_case_failed) g_failed++;
-    else g_passed++;
-
-    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
-        g_case = configs[i].name;
-        g_case_failed = 0;
-        uint64_t case_seed = g_seed + 0x1000193ull * (i + 1);
-        if (run_case(&configs[i], case_seed, share[i]) || g_case_failed) {
-            fprintf(stderr, "case %s failed; reproduce with: test_heap %" PRIu64 " %" PRIu64
-                    "\n", configs[i].name, g_seed, ops);
-            g_failed++;
-        } else {
-            g_passed++;
+    const char *ops = getenv("TK_HEAP_OPS");
+    if (ops && *ops) {
+        char *end;
+        errno = 0;
+        g_ops = strtoull(ops, &end, 0);
+        if (errno || *end) {
+            fprintf(stderr, "test_heap: bad TK_HEAP_OPS '%s'\n", ops);
+            return 2;
         }
     }
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    printf("test_heap: %" PRIu64 " random operations\n", g_ops);
+    return test_main(argc, argv, "test_heap", tests, sizeof tests / sizeof tests[0]);
 }

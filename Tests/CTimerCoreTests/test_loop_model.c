@@ -14,8 +14,9 @@
  * A handful of hand-written scenarios with exact expected values run first,
  * against both the reference and the real loop.
  *
- * Usage: test_loop_model [seed] [ops]     (or env TK_SEED, TK_MODEL_OPS)
- *        TK_TRACE=1 prints every operation and callback.
+ * Usage: test_loop_model [seed] [--only=NAME]     (or env TK_SEED)
+ *        TK_MODEL_OPS=N sets how many random operations the random test
+ *        makes; TK_TRACE=1 prints every operation and callback.
  */
 #include "CTimerCore.h"
 #include "reference_scheduler.h"
@@ -33,43 +34,16 @@
 /* The time unit the random operations think in. */
 #define U 1000
 
+#include "test_harness.h"
+
 /* ------------------------------------------------------------------------
- * Random numbers (xoshiro256**, seeded through splitmix64)
+ * Random numbers: the harness's rng_next / rng_below on a state of our own
  * ------------------------------------------------------------------------ */
 
-typedef struct rng { uint64_t s[4]; } rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-static uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
-static int64_t rng_range(rng *r, int64_t lo, int64_t hi) { /* [lo, hi] */
+static int64_t rng_range(uint64_t *r, int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + (int64_t)rng_below(r, (uint64_t)(hi - lo) + 1);
 }
-static int rng_pct(rng *r, unsigned pct) { return rng_below(r, 100) < pct; }
+static int rng_pct(uint64_t *r, unsigned pct) { return rng_below(r, 100) < pct; }
 
 static int64_t sat_add(int64_t a, int64_t b) { return ref_add(a, b); }
 
@@ -119,8 +93,6 @@ static void u64set_clear(u64set *s) {
  * Test bookkeeping
  * ------------------------------------------------------------------------ */
 
-static uint64_t g_seed;
-static int g_passed, g_failed;
 static int g_trace;
 
 /* The first mismatch of the current test, as text. */
@@ -328,6 +300,13 @@ static int w_reserve(world *w, tk_clock clock, uint32_t n) {
     return w->is_ref ? ref_reserve(&w->ref, clock, n) : tk_loop_reserve(w->loop, clock, n);
 }
 
+static int w_run(world *w, unsigned mode, int64_t until, uint32_t flags) {
+    return w->is_ref ? ref_run(&w->ref, mode, until, flags)
+                     : tk_loop_run(w->loop, mode, until, flags);
+}
+
+static int w_stop(world *w) { return w->is_ref ? ref_stop(&w->ref) : tk_loop_stop(w->loop); }
+
 /* The reference's state of record `rec` (reference world only). */
 static int ref_state(uint32_t rec) {
     return W_REF.ref.timers[W_REF.handles[rec] - 1].state;
@@ -389,12 +368,12 @@ static void describe_target(char *buf, size_t n, const target *t) {
 
 enum act_kind {
     A_SCHEDULE, A_CANCEL, A_RESCHEDULE, A_INFO, A_FIRE, A_ADVANCE, A_DESTROY, A_STATS,
-    A_SET_TIME, A_CLOCK_CHANGE, A_RESERVE, A_KIND_COUNT
+    A_SET_TIME, A_CLOCK_CHANGE, A_RESERVE, A_RUN, A_STOP, A_KIND_COUNT
 };
 
 static const char *const act_names[] = {
     "schedule", "cancel", "reschedule", "info", "fire", "advance", "destroy", "stats",
-    "set_time", "clock_change_handler", "reserve",
+    "set_time", "clock_change_handler", "reserve", "run", "stop",
 };
 
 typedef struct action {
@@ -403,8 +382,10 @@ typedef struct action {
     target tgt;
     tk_timer_spec spec;
     int nulls;            /* NULL_* for schedule; NULL_SPEC for reschedule; 1 for info */
-    unsigned mode;        /* advance */
-    int64_t value;        /* advance delta, set_time value, reserve count, handler on */
+    unsigned mode;        /* advance, run */
+    int64_t value;        /* advance delta, set_time value, reserve count, handler on,
+                             run deadline (absolute) */
+    uint32_t flags;       /* run */
     tk_clock clock;       /* set_time */
 } action;
 
@@ -449,6 +430,14 @@ static void describe_action(char *buf, size_t n, const action *a) {
     case A_RESERVE:
         snprintf(buf, n, "reserve %" PRId64 " on clock %d", a->value, (int)a->clock);
         break;
+    case A_RUN:
+        if (a->value == TK_FOREVER) {
+            snprintf(buf, n, "run mode %u forever, flags %#x", a->mode, a->flags);
+        } else {
+            snprintf(buf, n, "run mode %u until %" PRId64 ", flags %#x", a->mode, a->value,
+                     a->flags);
+        }
+        break;
     default: snprintf(buf, n, "%s", act_names[a->kind]); break;
     }
 }
@@ -489,6 +478,8 @@ static void run_action(world *w, const action *a, result *out) {
     case A_SET_TIME: out->rc = w_set_time(w, a->clock, a->value); break;
     case A_CLOCK_CHANGE: out->rc = w_set_clock_change(w, (int)a->value); break;
     case A_RESERVE: out->rc = w_reserve(w, a->clock, (uint32_t)a->value); break;
+    case A_RUN: out->rc = w_run(w, a->mode, a->value, a->flags); break;
+    case A_STOP: out->rc = w_stop(w); break;
     default: abort();
     }
 }
@@ -550,8 +541,8 @@ static void compare_results(const action *a, const result *want, const result *g
 typedef struct scripted { action a; result want; } scripted;
 
 static struct driver {
-    rng ops;            /* top-level operations */
-    rng cb;             /* callback decisions (taken in the reference only) */
+    uint64_t ops;       /* random state: top-level operations */
+    uint64_t cb;        /* random state: callback decisions (taken in the reference only) */
     scripted *script;
     size_t nscript, capscript, cursor;
     uint32_t *cb_recs;  /* per callback ordinal: the reference's record (or UINT32_MAX) */
@@ -559,6 +550,8 @@ static struct driver {
     int replay_broken;
     uint64_t op_index;
     int random_mode;    /* callbacks follow the random driver */
+    uint64_t runs[2][4]; /* runs [top-level, nested] by result: stopped, timed out,
+                            passed, error */
 } D;
 
 #define CALLBACK_BUDGET 2000 /* callbacks per operation before they stop adding work */
@@ -575,6 +568,12 @@ static void script_push(const action *a, const result *want) {
     D.nscript++;
 }
 
+/* Counts a run the reference made, by its result. */
+static void count_run(const action *a, const result *r, int nested) {
+    if (a->kind != A_RUN) return;
+    D.runs[nested][r->rc >= 0 && r->rc <= TK_RUN_PASSED ? r->rc : 3]++;
+}
+
 static void cbrec_push(uint32_t rec) {
     if (D.ncb == D.capcb) {
         D.capcb = D.capcb ? D.capcb * 2 : 256;
@@ -584,7 +583,7 @@ static void cbrec_push(uint32_t rec) {
     D.cb_recs[D.ncb++] = rec;
 }
 
-static int64_t pick_delay(rng *r) {
+static int64_t pick_delay(uint64_t *r) {
     static const int64_t ties[] = {0, U, 2 * U, 5 * U, 10 * U};
     uint64_t k = rng_below(r, 100);
     if (k < 12) return 0;
@@ -596,7 +595,7 @@ static int64_t pick_delay(rng *r) {
     return INT64_MAX - (int64_t)rng_below(r, 3);
 }
 
-static tk_mode_set pick_modes(rng *r) {
+static tk_mode_set pick_modes(uint64_t *r) {
     uint64_t k = rng_below(r, 100);
     if (k < 60) return (tk_mode_set)rng_range(r, 1, 15);
     if (k < 80) return TK_MODES(0);
@@ -606,7 +605,7 @@ static tk_mode_set pick_modes(rng *r) {
 
 /* A valid spec. `top` allows tiny intervals (callbacks never make them, so
  * an advance cannot be swamped by fires it did not plan for). */
-static tk_timer_spec pick_spec(rng *r, int top) {
+static tk_timer_spec pick_spec(uint64_t *r, int top) {
     tk_timer_spec s;
     memset(&s, 0, sizeof s);
     s.clock = (tk_clock)rng_below(r, TK_CLOCK_COUNT);
@@ -638,7 +637,7 @@ static tk_timer_spec pick_spec(rng *r, int top) {
     return s;
 }
 
-static tk_timer_spec pick_bad_spec(rng *r) {
+static tk_timer_spec pick_bad_spec(uint64_t *r) {
     tk_timer_spec s = pick_spec(r, 0);
     switch (rng_below(r, 6)) {
     case 0: s.clock = (tk_clock)(TK_CLOCK_COUNT + rng_below(r, 3)); break;
@@ -652,7 +651,7 @@ static tk_timer_spec pick_bad_spec(rng *r) {
 }
 
 /* A random record the reference has scheduled, other than `not_rec`, or -1. */
-static int64_t pick_live(rng *r, uint32_t not_rec) {
+static int64_t pick_live(uint64_t *r, uint32_t not_rec) {
     const ref_sched *ref = &W_REF.ref;
     if (ref->live_count == 0) return -1;
     for (int tries = 0; tries < 4; tries++) {
@@ -663,7 +662,7 @@ static int64_t pick_live(rng *r, uint32_t not_rec) {
 }
 
 /* A random record that is dead in the reference, other than `not_rec`, or -1. */
-static int64_t pick_stale(rng *r, uint32_t not_rec) {
+static int64_t pick_stale(uint64_t *r, uint32_t not_rec) {
     if (W_REF.nrec == 0) return -1;
     for (int tries = 0; tries < 8; tries++) {
         uint32_t rec = (uint32_t)rng_below(r, W_REF.nrec);
@@ -672,7 +671,7 @@ static int64_t pick_stale(rng *r, uint32_t not_rec) {
     return -1;
 }
 
-static target pick_bogus(rng *r) {
+static target pick_bogus(uint64_t *r) {
     target t = {TGT_FORGED, 0, rng_next(r)};
     if (rng_pct(r, 15)) t.kind = TGT_ZERO;
     if (W_REF.nrec) t.rec = (uint32_t)rng_below(r, W_REF.nrec);
@@ -681,7 +680,7 @@ static target pick_bogus(rng *r) {
 }
 
 /* A target for an operation on someone else: live 60%, stale 25%, bogus 15%. */
-static target pick_other(rng *r, uint32_t not_rec) {
+static target pick_other(uint64_t *r, uint32_t not_rec) {
     uint64_t k = rng_below(r, 100);
     int64_t rec = -1;
     if (k < 60) rec = pick_live(r, not_rec);
@@ -701,10 +700,34 @@ static int64_t min_live_interval(void) {
     return m;
 }
 
+/* Makes `a` a run in its mode over an advance-like span `delta`: mostly up to
+ * `delta` past the reference's monotonic clock, now and then up to now, to a
+ * time already past, or TK_FOREVER with TK_RUN_NOWAIT (which does not move
+ * time); now and then with TK_RUN_ONCE or TK_RUN_NOWAIT. */
+static void pick_run(uint64_t *r, action *a, int64_t delta) {
+    a->kind = A_RUN;
+    int64_t now = W_REF.ref.now[TK_CLOCK_MONOTONIC];
+    uint64_t f = rng_below(r, 100);
+    a->flags = f < 76 ? 0 : f < 88 ? TK_RUN_ONCE : TK_RUN_NOWAIT;
+    uint64_t k = rng_below(r, 100);
+    if (k < 4) {
+        a->value = now;
+    } else if (k < 7) {
+        a->value = sat_add(now, -rng_range(r, 1, 10 * U));
+    } else if (k < 10) {
+        a->value = TK_FOREVER;
+        a->flags |= TK_RUN_NOWAIT;
+    } else {
+        a->value = sat_add(now, delta);
+    }
+    /* Up to TK_FOREVER without TK_RUN_NOWAIT, a run would wait for ever. */
+    if (a->value == TK_FOREVER && !(a->flags & TK_RUN_NOWAIT)) a->value = TK_FOREVER - 1;
+}
+
 /* Decides what a callback does (reference world, outermost callback only),
  * runs it on the reference and records it in the script. */
 static void decide_callback_actions(world *w, int kind, uint32_t rec, uint32_t ordinal) {
-    rng *r = &D.cb;
+    uint64_t *r = &D.cb;
     unsigned n;
     uint64_t k = rng_below(r, 100);
     if (k < 55) n = 0;
@@ -768,20 +791,31 @@ static void decide_callback_actions(world *w, int kind, uint32_t rec, uint32_t o
             } else {
                 a.tgt = pick_other(r, self_ok ? rec : UINT32_MAX);
             }
-        } else if (c < 84) {
+        } else if (c < 81) {
             a.kind = A_ADVANCE;
             a.mode = (unsigned)rng_below(r, 4);
             a.value = rng_below(r, 3) * U;
+        } else if (c < 84) {
+            /* A nested run (-EBUSY from a callback of advance). */
+            if (!budget_left) continue;
+            a.mode = (unsigned)rng_below(r, 4);
+            int64_t span = (int64_t)rng_below(r, 4) * U;
+            int64_t mi = min_live_interval();
+            if (mi != INT64_MAX && span / 300 > mi) span = mi * 300;
+            pick_run(r, &a, span);
         } else if (c < 88) {
             a.kind = A_DESTROY;
         } else if (c < 94) {
             a.kind = A_STATS;
+        } else if (c < 96) {
+            a.kind = A_STOP; /* ends the innermost run after this callback */
         } else {
             continue;
         }
         result want;
         run_action(w, &a, &want);
         script_push(&a, &want);
+        count_run(&a, &want, 1);
         if (g_trace) {
             char d[512];
             describe_action(d, sizeof d, &a);
@@ -891,7 +925,7 @@ static void compare_state(const char *where) {
 }
 
 /* Every scheduled timer's info, and a few dead ones. */
-static void compare_all_info(rng *r, const char *where) {
+static void compare_all_info(uint64_t *r, const char *where) {
     const ref_sched *ref = &W_REF.ref;
     for (size_t k = 0; k < ref->live_count && !g_has_mismatch; k++) {
         action a;
@@ -918,7 +952,7 @@ static void compare_all_info(rng *r, const char *where) {
 }
 
 /* Picks the next top-level operation. */
-static action pick_op(rng *r) {
+static action pick_op(uint64_t *r) {
     action a;
     memset(&a, 0, sizeof a);
     a.cb = UINT32_MAX;
@@ -926,6 +960,7 @@ static action pick_op(rng *r) {
     int crowded = ref->live_count >= MAX_LIVE;
     uint64_t k = rng_below(r, 1000);
     if (k < 330) {
+        /* An advance, or a run over the same kind of span. */
         a.kind = A_ADVANCE;
         uint64_t m = rng_below(r, 100);
         a.mode = m < 45 ? 0 : m < 90 ? (unsigned)rng_range(r, 1, 3)
@@ -941,10 +976,12 @@ static action pick_op(rng *r) {
         int64_t mi = min_live_interval();
         if (mi != INT64_MAX && a.value / 300 > mi) a.value = mi * 300;
         if (rng_below(r, 2000) == 0) a.value = INT64_MAX; /* every clock saturates */
+        if (k >= 230) pick_run(r, &a, a.value);
         if (rng_below(r, 200) == 0) {
             a.mode = rng_pct(r, 50) ? TK_MODE_COUNT + (unsigned)rng_below(r, 100) : UINT32_MAX;
         } else if (rng_below(r, 200) == 0) {
-            a.value = rng_pct(r, 50) ? -1 : INT64_MIN;
+            if (a.kind == A_RUN) a.flags = rng_pct(r, 50) ? 4u : 0x80000000u;
+            else a.value = rng_pct(r, 50) ? -1 : INT64_MIN;
         }
     } else if (k < (crowded ? 360u : 550u)) {
         a.kind = A_SCHEDULE;
@@ -1000,6 +1037,8 @@ static action pick_op(rng *r) {
         a.kind = A_RESERVE;
         a.value = (int64_t)rng_below(r, 300);
         a.clock = (tk_clock)rng_below(r, rng_pct(r, 90) ? TK_CLOCK_COUNT : 40);
+    } else if (k < 990) {
+        a.kind = A_STOP; /* no run is going: the next one returns at once */
     } else {
         a.kind = A_STATS;
     }
@@ -1026,13 +1065,15 @@ static void begin_op(void) {
     W_REF.cb_count = W_IMPL.cb_count = 0;
 }
 
+/* `ops` random operations from the random state `seed`; 0, or -1 after
+ * reporting the first mismatch. */
 static int random_run(uint64_t seed, uint64_t ops) {
     memset(&D, 0, sizeof D);
-    rng_seed(&D.ops, seed);
-    rng_seed(&D.cb, seed ^ 0x5851f42d4c957f2dull);
+    D.ops = seed;
+    D.cb = seed ^ 0x5851f42d4c957f2dull;
     D.random_mode = 1;
     g_has_mismatch = 0;
-    rng *r = &D.ops;
+    uint64_t *r = &D.ops;
     uint64_t episode_left = 0;
     uint64_t stats_fires = 0, stats_wakeups = 0, stats_parked = 0, episodes = 0;
     for (D.op_index = 0; D.op_index < ops && !g_has_mismatch; D.op_index++) {
@@ -1078,6 +1119,7 @@ static int random_run(uint64_t seed, uint64_t ops) {
         begin_op();
         result want, got;
         run_action(&W_REF, &a, &want);
+        count_run(&a, &want, 0);
         run_action(&W_IMPL, &a, &got);
         history("op %" PRIu64 ": %s -> %" PRId64 " (%zu callbacks)", D.op_index, d, want.rc,
                 W_REF.nlog);
@@ -1098,11 +1140,11 @@ static int random_run(uint64_t seed, uint64_t ops) {
     }
     if (g_has_mismatch) {
         fprintf(stderr, "MISMATCH (seed=%" PRIu64 ", op %" PRIu64 "): %s\nrecent operations:\n",
-                seed, D.op_index - 1, g_mismatch);
+                g_seed, D.op_index - 1, g_mismatch);
         for (uint64_t i = g_nhistory > HISTORY ? g_nhistory - HISTORY : 0; i < g_nhistory; i++)
             fprintf(stderr, "  %s\n", g_history[i % HISTORY]);
-        fprintf(stderr, "reproduce: test_loop_model %" PRIu64 " %" PRIu64
-                " (TK_TRACE=1 for a full trace)\n", seed, D.op_index);
+        fprintf(stderr, "reproduce: TK_MODEL_OPS=%" PRIu64 " test_loop_model %" PRIu64
+                " --only=random (TK_TRACE=1 for a full trace)\n", D.op_index, g_seed);
     }
     begin_op();
     w_destroy(&W_REF);
@@ -1111,6 +1153,12 @@ static int random_run(uint64_t seed, uint64_t ops) {
     printf("random: %" PRIu64 " ops, %" PRIu64 " loops, %" PRIu64 " callbacks, %" PRIu64
            " wakeups, %" PRIu64 " parked-timer observations\n",
            D.op_index, episodes, stats_fires, stats_wakeups, stats_parked);
+    for (int nested = 0; nested < 2; nested++) {
+        const uint64_t *n = D.runs[nested];
+        printf("random: %s runs: %" PRIu64 " stopped, %" PRIu64 " timed out, %" PRIu64
+               " passed, %" PRIu64 " errors\n",
+               nested ? "nested" : "top-level", n[0], n[1], n[2], n[3]);
+    }
     free(D.script);
     free(D.cb_recs);
     return g_has_mismatch ? -1 : 0;
@@ -1618,6 +1666,241 @@ static void scenario_far_past_repeating(void) {
     scenario_end();
 }
 
+/* A repeating timer's `missed` and next deadline at the ends of the int64
+ * range, against ref_next_on_grid (128-bit long division, wide_int.h):
+ * deadlines near INT64_MIN, clocks near INT64_MAX, intervals from 1 to
+ * INT64_MAX, lateness of exact multiples of the interval and one off, and
+ * next deadlines that saturate to INT64_MAX (never). Each case is a fresh
+ * loop whose clocks start at `now`, with one absolute repeating timer. */
+static void scenario_grid_extremes(void) {
+    static const int64_t deadlines[] = {
+        INT64_MIN, INT64_MIN + 1, INT64_MIN + 2, -3, -1, 0, 1, INT64_MAX / 2, INT64_MAX - 3,
+        INT64_MAX - 1,
+    };
+    static const int64_t intervals[] = {
+        1, 2, 3, 7, 1000000007, INT64_MAX / 3, (int64_t)1 << 62, INT64_MAX / 2 + 1,
+        INT64_MAX - 1, INT64_MAX,
+    };
+    static const int64_t multiples[] = {1, 2, 3, 5};
+    scenario_begin("grid-extremes", 0);
+    int cases = 0;
+    for (size_t di = 0; di < sizeof deadlines / sizeof deadlines[0] && !S_failed; di++) {
+        for (size_t ii = 0; ii < sizeof intervals / sizeof intervals[0] && !S_failed; ii++) {
+            int64_t deadline = deadlines[di], interval = intervals[ii];
+            /* Clocks at the top of the range, on the deadline, just past
+             * it, and on or next to the k-th grid point when that fits. */
+            int64_t nows[4 + 3 * 4];
+            size_t count = 0;
+            nows[count++] = INT64_MAX;
+            nows[count++] = INT64_MAX - 1;
+            nows[count++] = deadline;
+            nows[count++] = deadline + 1;
+            for (size_t k = 0; k < sizeof multiples / sizeof multiples[0]; k++) {
+                wide point = wide_add(wide_from_i64(deadline),
+                                      wide_mul_u64(wide_from_u64((uint64_t)multiples[k]),
+                                                   (uint64_t)interval));
+                for (int off = -1; off <= 1; off++) {
+                    wide now = wide_add(point, wide_from_i64(off));
+                    int64_t clamped = wide_clamp(now);
+                    if (wide_cmp(now, wide_from_i64(clamped)) == 0) nows[count++] = clamped;
+                }
+            }
+            for (size_t ni = 0; ni < count && !S_failed; ni++) {
+                int64_t now = nows[ni];
+                if (now < deadline) continue;
+                uint64_t want_missed;
+                int64_t want_next = ref_next_on_grid(deadline, interval, now, &want_missed);
+                tk_clock clock = (tk_clock)(cases++ % TK_CLOCK_COUNT);
+                EXPECT(w_destroy(S) == 0 && w_create(S, now) == 0, "cannot make a loop at %" PRId64,
+                       now);
+                tk_timer_spec spec = spec_in(clock, deadline, interval, 0, 1);
+                spec.flags = TK_TIMER_ABSOLUTE;
+                uint32_t t = sched(spec);
+                int64_t n = w_advance(S, 0, 0);
+                tk_timer_info info;
+                memset(&info, 0, sizeof info);
+                int rc = S_failed ? -1 : w_info(S, S->handles[t], &info);
+                EXPECT(n == 1 && S->nlog == 1 && S->log[0].missed == want_missed &&
+                           S->log[0].now[clock] == now && rc == 0 &&
+                           info.deadline_ns == want_next,
+                       "deadline %" PRId64 ", interval %" PRId64 ", now %" PRId64 " (clock %d): "
+                       "%" PRId64 " fired, missed %" PRIu64 ", next %" PRId64 " (info %d); "
+                       "want missed %" PRIu64 ", next %" PRId64,
+                       deadline, interval, now, (int)clock, n,
+                       S->nlog ? S->log[0].missed : 0, info.deadline_ns, rc, want_missed,
+                       want_next);
+            }
+        }
+    }
+    EXPECT(cases > 500, "only %d cases", cases);
+    scenario_end();
+}
+
+/* ------------------------------------------------------------------------
+ * Runs with a deadline on a manual loop: time moves as in an advance
+ * ------------------------------------------------------------------------ */
+
+#define MSEC INT64_C(1000000) /* one millisecond */
+
+/* A callback of timer 0 runs mode 1 ("tracking") nested for 1 s. */
+typedef struct nested_run { int result; int64_t until; int64_t after; } nested_run;
+
+static void nested_run_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    nested_run *n = w->hook_data;
+    if (rec != 0) return;
+    n->until = w_now(w, TK_CLOCK_MONOTONIC) + 1000 * MSEC;
+    n->result = w_run(w, 1, n->until, 0);
+    n->after = w_now(w, TK_CLOCK_MONOTONIC);
+}
+
+/* A default-mode timer and a common-modes one; a callback runs a nested
+ * tracking-mode run for 1 s of manual time: the common timer fires during
+ * it, the default one comes due, waits, and fires once after, when the
+ * outer run goes on from where the nested one left the clocks. */
+static void scenario_run_nested_modes(void) {
+    scenario_begin("run-nested-modes", 0);
+    if (S_failed) { scenario_end(); return; }
+    nested_run n = {99, 0, 0};
+    S->hook = nested_run_hook;
+    S->hook_data = &n;
+    uint32_t t = sched(spec_in(TK_CLOCK_MONOTONIC, 100 * MSEC, 0, 0, TK_MODES(0)));
+    uint32_t c = sched(spec_in(TK_CLOCK_MONOTONIC, 200 * MSEC, 300 * MSEC, 0,
+                               TK_MODES(0) | TK_MODES(1)));
+    uint32_t d = sched(spec_in(TK_CLOCK_BOOTTIME, 400 * MSEC, 0, 0, TK_MODES(0)));
+    int rc = w_run(S, 0, 2000 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT, "outer run returned %d", rc);
+    EXPECT(n.result == TK_RUN_TIMED_OUT && n.until == 1100 * MSEC && n.after == 1100 * MSEC,
+           "nested run returned %d at %" PRId64 " (until %" PRId64 ")", n.result, n.after,
+           n.until);
+    /* T at 100 runs the nested run; C fires in it at 200, 500, 800 and 1100
+     * (D, due at 400, is parked at 500); back outside, D fires at 1100,
+     * then C at 1400, 1700 and 2000. */
+    static const int64_t at[] = {100, 200, 500, 800, 1100, 1100, 1400, 1700, 2000};
+    uint32_t order[] = {t, c, c, c, c, d, c, c, c};
+    EXPECT(S->nlog == 9, "%zu callbacks, want 9", S->nlog);
+    for (size_t i = 0; i < S->nlog && i < 9; i++) {
+        EXPECT(S->log[i].rec == order[i] && S->log[i].missed == 0 && S->log[i].args_ok,
+               "callback %zu: T%u missed %" PRIu64 ", want T%u", i, S->log[i].rec,
+               S->log[i].missed, order[i]);
+        for (int k = 0; k < TK_CLOCK_COUNT; k++)
+            EXPECT(S->log[i].now[k] == at[i] * MSEC, "callback %zu: clock %d at %" PRId64
+                   ", want %" PRId64, i, k, S->log[i].now[k], at[i] * MSEC);
+    }
+    for (int k = 0; k < TK_CLOCK_COUNT; k++)
+        EXPECT(w_now(S, (tk_clock)k) == 2000 * MSEC, "clock %d at %" PRId64, k,
+               w_now(S, (tk_clock)k));
+    tk_loop_stats st = stats();
+    EXPECT(st.fired == 9 && st.pending == 1 && st.wakeups == 9,
+           "fired %" PRIu64 " pending %" PRIu64 " wakeups %" PRIu64, st.fired, st.pending,
+           st.wakeups);
+    scenario_end();
+}
+
+/* With nothing scheduled, a run with a deadline moves the clocks to it and
+ * times out; a deadline already past leaves them; TK_RUN_NOWAIT and
+ * TK_FOREVER do not move time. */
+static void scenario_run_until_idle(void) {
+    scenario_begin("run-until-idle", 5000 * MSEC);
+    if (S_failed) { scenario_end(); return; }
+    int rc = w_run(S, 0, 8000 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT, "run returned %d", rc);
+    for (int k = 0; k < TK_CLOCK_COUNT; k++)
+        EXPECT(w_now(S, (tk_clock)k) == 8000 * MSEC, "clock %d at %" PRId64, k,
+               w_now(S, (tk_clock)k));
+    EXPECT(stats().wakeups == 0, "wakeups %" PRIu64, stats().wakeups);
+    rc = w_run(S, 3, 7000 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT && w_now(S, TK_CLOCK_MONOTONIC) == 8000 * MSEC,
+           "past deadline: %d, clock %" PRId64, rc, w_now(S, TK_CLOCK_MONOTONIC));
+    rc = w_run(S, 0, 8000 * MSEC, TK_RUN_ONCE);
+    EXPECT(rc == TK_RUN_TIMED_OUT, "ONCE at the deadline returned %d", rc);
+    uint32_t a = sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 0, TK_MODES(0)));
+    rc = w_run(S, 0, 9000 * MSEC, TK_RUN_NOWAIT);
+    EXPECT(rc == TK_RUN_PASSED && S->nlog == 0 && w_now(S, TK_CLOCK_MONOTONIC) == 8000 * MSEC,
+           "NOWAIT: %d, %zu callbacks, clock %" PRId64, rc, S->nlog,
+           w_now(S, TK_CLOCK_MONOTONIC));
+    rc = w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
+    EXPECT(rc == TK_RUN_PASSED && S->nlog == 0 && w_now(S, TK_CLOCK_MONOTONIC) == 8000 * MSEC,
+           "FOREVER, NOWAIT: %d, %zu callbacks", rc, S->nlog);
+    /* ONCE moves to the next wake-up, fires, and returns there. */
+    rc = w_run(S, 0, 9000 * MSEC, TK_RUN_ONCE);
+    EXPECT(rc == TK_RUN_PASSED && S->nlog == 1 && S->log[0].rec == a &&
+               w_now(S, TK_CLOCK_MONOTONIC) == 8010 * MSEC,
+           "ONCE: %d, %zu callbacks, clock %" PRId64, rc, S->nlog,
+           w_now(S, TK_CLOCK_MONOTONIC));
+    scenario_end();
+}
+
+/* A callback stops the run: it returns with the clocks where that callback
+ * saw them, and what comes later waits for the next run. */
+static void stop_on_third_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    int *fires = w->hook_data;
+    if (rec == 0 && ++*fires == 3) w_stop(w);
+}
+
+static void scenario_run_stop(void) {
+    scenario_begin("run-stop", 0);
+    if (S_failed) { scenario_end(); return; }
+    /* A stop asked for while no run is going: the next run returns at once. */
+    EXPECT(w_stop(S) == 0, "stop");
+    int rc = w_run(S, 0, 1000 * MSEC, 0);
+    EXPECT(rc == TK_RUN_STOPPED && w_now(S, TK_CLOCK_MONOTONIC) == 0,
+           "pending stop: %d, clock %" PRId64, rc, w_now(S, TK_CLOCK_MONOTONIC));
+    int fires = 0;
+    S->hook = stop_on_third_hook;
+    S->hook_data = &fires;
+    uint32_t r = sched(spec_in(TK_CLOCK_MONOTONIC, 100 * MSEC, 100 * MSEC, 0, TK_MODES(0)));
+    uint32_t later = sched(spec_in(TK_CLOCK_MONOTONIC, 350 * MSEC, 0, 0, TK_MODES(0)));
+    rc = w_run(S, 0, 10000 * MSEC, 0);
+    EXPECT(rc == TK_RUN_STOPPED, "run returned %d", rc);
+    EXPECT(fires == 3 && S->nlog == 3 && w_now(S, TK_CLOCK_MONOTONIC) == 300 * MSEC,
+           "stopped after %d fires, at %" PRId64, fires, w_now(S, TK_CLOCK_MONOTONIC));
+    rc = w_run(S, 0, 400 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT && S->nlog == 5 && S->log[3].rec == later &&
+               S->log[3].now[0] == 350 * MSEC && S->log[4].rec == r &&
+               S->log[4].now[0] == 400 * MSEC,
+           "after the stop: %d, %zu callbacks", rc, S->nlog);
+    scenario_end();
+}
+
+/* A repeating timer in a long run fires exactly once per period, and its
+ * callback sees all three clocks at each wake-up: its deadline + leeway. */
+static void scenario_run_repeating(void) {
+    static const int64_t leeways[] = {0, 2 * MSEC};
+    for (size_t l = 0; l < 2; l++) {
+        scenario_begin(l ? "run-repeating-leeway" : "run-repeating", 1000 * MSEC);
+        if (S_failed) { scenario_end(); return; }
+        int64_t period = 7 * MSEC, leeway = leeways[l];
+        uint32_t t = sched(spec_in(TK_CLOCK_REALTIME, period, period, leeway, TK_MODES(2)));
+        int rc = w_run(S, 2, 11000 * MSEC, 0);
+        EXPECT(rc == TK_RUN_TIMED_OUT, "run returned %d", rc);
+        /* Wake-ups at 1000 + 7k + leeway ms up to 11000: k = 1 .. 1428. */
+        size_t want = 1428;
+        EXPECT(S->nlog == want, "%zu fires, want %zu", S->nlog, want);
+        size_t bad = 0;
+        for (size_t i = 0; i < S->nlog; i++) {
+            int64_t wake = 1000 * MSEC + (int64_t)(i + 1) * period + leeway;
+            int ok = S->log[i].rec == t && S->log[i].missed == 0;
+            for (int k = 0; k < TK_CLOCK_COUNT; k++) ok = ok && S->log[i].now[k] == wake;
+            if (!ok && bad++ == 0)
+                EXPECT(ok, "fire %zu: T%u missed %" PRIu64 " at %" PRId64 "/%" PRId64 "/%" PRId64
+                       ", want %" PRId64, i, S->log[i].rec, S->log[i].missed, S->log[i].now[0],
+                       S->log[i].now[1], S->log[i].now[2], wake);
+        }
+        tk_loop_stats st = stats();
+        EXPECT(st.fired == want && st.wakeups == want, "fired %" PRIu64 " wakeups %" PRIu64,
+               st.fired, st.wakeups);
+        EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == 11000 * MSEC &&
+                   w_now(S, TK_CLOCK_REALTIME) == 11000 * MSEC,
+               "clocks at %" PRId64 "/%" PRId64, w_now(S, TK_CLOCK_MONOTONIC),
+               w_now(S, TK_CLOCK_REALTIME));
+        scenario_end();
+    }
+}
+
 /* Runs a scenario in a child process, so that a crash or a sanitizer abort
  * is reported as that scenario's failure. */
 static void isolated(void (*scenario)(void), const char *name) {
@@ -1652,49 +1935,95 @@ static void isolated(void (*scenario)(void), const char *name) {
     }
 }
 
-static void run_scenarios(world *w) {
-    S = w;
-    scenario_coalescing();
-    scenario_leeway_never_early();
-    scenario_repeating_missed();
-    scenario_parked();
-    scenario_cancel_in_callback();
-    scenario_ties_and_passes();
-    scenario_errors();
-    isolated(scenario_busy_in_fire, "busy-in-fire");
-    isolated(scenario_never_comes, "never-comes");
-    isolated(scenario_far_past_repeating, "far-past-repeating");
-    w->hook = NULL;
+/* Runs a scenario on the reference, then on the real loop. */
+static void on_both_worlds(void (*scenario)(void)) {
+    S = &W_REF;
+    scenario();
+    S = &W_IMPL;
+    scenario();
+    W_REF.hook = W_IMPL.hook = NULL;
 }
 
-static uint64_t parse_u64(const char *s, uint64_t fallback) {
-    if (!s || !*s) return fallback;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end) {
-        fprintf(stderr, "bad number '%s'\n", s);
-        exit(2);
-    }
-    return v;
+/* The same, each world's run in a child process of its own. */
+static void on_both_worlds_isolated(void (*scenario)(void), const char *name) {
+    S = &W_REF;
+    isolated(scenario, name);
+    S = &W_IMPL;
+    isolated(scenario, name);
+    W_REF.hook = W_IMPL.hook = NULL;
 }
+
+static void test_coalescing(void) { on_both_worlds(scenario_coalescing); }
+static void test_leeway_never_early(void) { on_both_worlds(scenario_leeway_never_early); }
+static void test_repeating_missed(void) { on_both_worlds(scenario_repeating_missed); }
+static void test_parked(void) { on_both_worlds(scenario_parked); }
+static void test_cancel_in_callback(void) { on_both_worlds(scenario_cancel_in_callback); }
+static void test_ties_and_passes(void) { on_both_worlds(scenario_ties_and_passes); }
+static void test_errors(void) { on_both_worlds(scenario_errors); }
+static void test_busy_in_fire(void) {
+    on_both_worlds_isolated(scenario_busy_in_fire, "busy-in-fire");
+}
+static void test_never_comes(void) { on_both_worlds_isolated(scenario_never_comes, "never-comes"); }
+static void test_far_past_repeating(void) {
+    on_both_worlds_isolated(scenario_far_past_repeating, "far-past-repeating");
+}
+static void test_grid_extremes(void) { on_both_worlds(scenario_grid_extremes); }
+static void test_run_nested_modes(void) {
+    on_both_worlds_isolated(scenario_run_nested_modes, "run-nested-modes");
+}
+static void test_run_until_idle(void) {
+    on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
+}
+static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
+static void test_run_repeating(void) {
+    on_both_worlds_isolated(scenario_run_repeating, "run-repeating");
+}
+
+/* How many operations the random test makes (TK_MODEL_OPS). */
+static uint64_t g_ops = 500000;
+
+static void test_random(void) {
+    if (random_run(g_rng, g_ops) == 0) {
+        CHECK(1);
+    } else {
+        PROPERTY_FAIL("the loop and the reference differ (see MISMATCH above)");
+    }
+}
+
+static const test_case tests[] = {
+    {"coalescing", test_coalescing, 60},
+    {"leeway-never-early", test_leeway_never_early, 60},
+    {"repeating-missed", test_repeating_missed, 60},
+    {"parked-mode", test_parked, 60},
+    {"cancel-in-callback", test_cancel_in_callback, 60},
+    {"ties-and-passes", test_ties_and_passes, 60},
+    {"errors", test_errors, 60},
+    {"busy-in-fire", test_busy_in_fire, 60},
+    {"never-comes", test_never_comes, 60},
+    {"far-past-repeating", test_far_past_repeating, 60},
+    {"grid-extremes", test_grid_extremes, 60},
+    {"run-nested-modes", test_run_nested_modes, 60},
+    {"run-until-idle", test_run_until_idle, 60},
+    {"run-stop", test_run_stop, 60},
+    {"run-repeating", test_run_repeating, 60},
+    {"random", test_random, 1800},
+};
 
 int main(int argc, char **argv) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t fallback_seed = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
-    g_seed = parse_u64(argc > 1 ? argv[1] : getenv("TK_SEED"), fallback_seed);
-    uint64_t ops = parse_u64(argc > 2 ? argv[2] : getenv("TK_MODEL_OPS"), 500000);
+    const char *ops = getenv("TK_MODEL_OPS");
+    if (ops && *ops) {
+        char *end;
+        errno = 0;
+        g_ops = strtoull(ops, &end, 0);
+        if (errno || *end) {
+            fprintf(stderr, "test_loop_model: bad TK_MODEL_OPS '%s'\n", ops);
+            return 2;
+        }
+    }
     const char *trace = getenv("TK_TRACE");
     g_trace = trace && *trace && strcmp(trace, "0") != 0;
-    printf("test_loop_model: seed=%" PRIu64 " ops=%" PRIu64 "\n", g_seed, ops);
-    fflush(stdout);
-
-    run_scenarios(&W_REF);
-    run_scenarios(&W_IMPL);
-
-    if (random_run(g_seed, ops) == 0) g_passed++;
-    else g_failed++;
+    printf("test_loop_model: %" PRIu64 " random operations\n", g_ops);
+    int status = test_main(argc, argv, "test_loop_model", tests, sizeof tests / sizeof tests[0]);
 
     free(W_REF.handles);
     free(W_IMPL.handles);
@@ -1702,7 +2031,5 @@ int main(int argc, char **argv) {
     free(W_IMPL.log);
     u64set_clear(&W_REF.issued);
     u64set_clear(&W_IMPL.issued);
-    if (g_failed) fprintf(stderr, "seed=%" PRIu64 "\n", g_seed);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return status;
 }

@@ -2,7 +2,7 @@
  * The release handler: every timer's context is handed back exactly once,
  * and never while a callback may still be given it.
  *
- *   test_release [seed]      (or TK_SEED)
+ * Usage: test_release [seed] [--only=NAME]     (or env TK_SEED)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,19 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
-static unsigned long long seed;
-
-#define CHECK(condition)                                                              \
-    do {                                                                              \
-        if (condition) {                                                              \
-            passed++;                                                                 \
-        } else {                                                                      \
-            failed++;                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s (seed %llu)\n", __FILE__, __LINE__,       \
-                    #condition, seed);                                                \
-        }                                                                             \
-    } while (0)
+#include "test_harness.h"
 
 /* A context that counts how often it was called back and released, and
  * whether a callback ever came after its release. */
@@ -194,14 +182,13 @@ static tracked stress[STRESS_TIMERS];
 
 struct canceller {
     tk_loop *loop;
-    unsigned long long state;
+    uint64_t rng; /* this thread's own random state */
 };
 
 static void *cancel_randomly(void *argument) {
     struct canceller *c = argument;
     for (int i = 0; i < STRESS_TIMERS; i++) {
-        c->state = c->state * 6364136223846793005ULL + 1442695040888963407ULL;
-        tracked *t = &stress[(c->state >> 33) % STRESS_TIMERS];
+        tracked *t = &stress[rng_below(&c->rng, STRESS_TIMERS)];
         tk_loop_cancel(c->loop, t->self);
         if (i % 64 == 0) sleep_ms(1);
     }
@@ -212,10 +199,8 @@ static void test_stress(void) {
     tk_loop *loop = NULL;
     CHECK(tk_loop_create(&loop) == 0);
     tk_loop_set_release_handler(loop, on_release);
-    unsigned long long state = seed;
     for (int i = 0; i < STRESS_TIMERS; i++) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        int64_t in = (int64_t)((state >> 33) % 20000000);
+        int64_t in = (int64_t)rng_below(&g_rng, 20000000);
         tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = in,
                               .interval_ns = (i % 3 == 0) ? 1000000 : 0, .modes = TK_MODES(0)};
         stress[i].action = (i % 7 == 0) ? CANCEL_SELF : DO_NOTHING;
@@ -227,7 +212,7 @@ static void test_stress(void) {
     pthread_t threads[STRESS_THREADS];
     struct canceller cancellers[STRESS_THREADS];
     for (int i = 0; i < STRESS_THREADS; i++) {
-        cancellers[i] = (struct canceller){loop, seed + (unsigned long long)i * 7919};
+        cancellers[i] = (struct canceller){loop, rng_next(&g_rng)};
         pthread_create(&threads[i], NULL, cancel_randomly, &cancellers[i]);
     }
     for (int i = 0; i < STRESS_THREADS; i++) pthread_join(threads[i], NULL);
@@ -325,15 +310,14 @@ static void test_nested_run_parks_safely(void) {
     CHECK(tk_loop_destroy(loop) == 0);
 }
 
+static const test_case tests[] = {
+    {"each_way_to_end", test_each_way_to_end, 60},
+    {"cancel_during_callback", test_cancel_during_callback, 60},
+    {"destroy_from_release_handler", test_destroy_from_release_handler, 60},
+    {"nested_run_parks_safely", test_nested_run_parks_safely, 60},
+    {"stress", test_stress, 300},
+};
+
 int main(int argc, char **argv) {
-    const char *text = argc > 1 ? argv[1] : getenv("TK_SEED");
-    seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL);
-    printf("test_release: seed %llu\n", seed);
-    test_each_way_to_end();
-    test_cancel_during_callback();
-    test_destroy_from_release_handler();
-    test_nested_run_parks_safely();
-    test_stress();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return test_main(argc, argv, "test_release", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,8 +1,8 @@
 /*
  * libFuzzer target for the SNTP reply parser and the arithmetic behind it
- * (CTimerCoreSNTP.h). No sockets: only tk_sntp_decode, tk_sntp_encode,
- * tk_sntp_parse_reply, tk_sntp_kiss_code, tk_sntp_compute and the timestamp
- * conversions. Any broken invariant aborts, so the fuzzer reports the input.
+ * (CTimerSNTP.h). No sockets and no name lookups: only tk_sntp_decode,
+ * tk_sntp_encode, tk_sntp_parse_reply, tk_sntp_kiss_code, tk_sntp_compute
+ * and the timestamp conversions. Any broken invariant aborts, so the fuzzer reports the input.
  *
  * Input layout (missing bytes read as 0):
  *   [0, 48)    the datagram (an input shorter than 48 bytes is the whole,
@@ -27,9 +27,9 @@
  *
  * Build:
  *   /opt/swift/usr/bin/clang -std=c11 -g -O1 -D_GNU_SOURCE \
- *     -fsanitize=fuzzer,address,undefined -fuse-ld=lld -Iinclude -ISources/CTimerCore \
- *     Sources/CTimerCore/[a-z]*.c Tests/CTimerCoreTests/fuzz_sntp.c -lpthread
- * Run:  ./a.out Tests/CTimerCoreTests/fuzz-sntp-corpus/     (add -max_total_time=N)
+ *     -fsanitize=fuzzer,address,undefined -fuse-ld=lld -ISources/CTimerSNTP/include \
+ *     Sources/CTimerSNTP/sntp.c Tests/CTimerSNTPTests/fuzz_sntp.c
+ * Run:  ./a.out Tests/CTimerSNTPTests/fuzz-corpus/     (add -max_total_time=N)
  */
 #include "CTimerSNTP.h"
 

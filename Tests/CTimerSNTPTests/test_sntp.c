@@ -1,5 +1,5 @@
 /*
- * The SNTP client of CTimerCoreSNTP.h, without any network but loopback and
+ * The SNTP client of CTimerSNTP.h, without any network but loopback and
  * without any NTP daemon:
  *
  *   - NTP timestamp <-> Unix nanoseconds: known values, exact round trip for
@@ -16,7 +16,16 @@
  *     chosen delay): a good server, every rejection, a spoofed datagram
  *     before the genuine reply, the best of several samples, late replies,
  *     silence (-ETIMEDOUT, never early), signals during the wait, nothing
- *     listening (-ECONNREFUSED), argument errors, IPv6 loopback if present.
+ *     listening (-ECONNREFUSED), argument errors, IPv6 loopback if present;
+ *   - host names: "localhost" through the real getaddrinfo (the server on
+ *     127.0.0.1 only, so whatever order localhost's addresses come in);
+ *     "nonexistent.invalid" (-ENXIO, or -EAGAIN/-ETIMEDOUT without DNS,
+ *     never past the timeout); port 0 as 123; and, through a stand-in
+ *     resolver (tk__sntp_set_resolver, sntp_internal.h), names with several
+ *     addresses (refused, silent, answering badly, kissing, ::1 first,
+ *     duplicates, more than TK_SNTP_MAX_ADDRESSES), each resolver error, a
+ *     lookup slower than the timeout (and its list freed when it ends),
+ *     signals during a lookup, and literals never reaching the resolver.
  *
  * Usage: test_sntp [seed] [--only=NAME]     (or env TK_SEED)
  */
@@ -25,10 +34,13 @@
 #endif
 
 #include "CTimerSNTP.h"
+/* The resolver stand-in hook (not in the public header). */
+#include "../../Sources/CTimerSNTP/sntp_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -744,41 +756,50 @@ static void *fake_server_main(void *arg) {
     return NULL;
 }
 
-/* Starts a server on `family`'s loopback with an ephemeral port. 0 or -1. */
-static int fake_start_kiss(fake_server *s, int family, scenario_fn scenario, int64_t offset_ns,
-                           const char *kiss) {
+/* Starts a server on `ip` (an IPv4 or IPv6 literal) and `port` (0: an
+ * ephemeral one). 0 or -1. */
+static int fake_start_at(fake_server *s, const char *ip, uint16_t port, scenario_fn scenario,
+                         int64_t offset_ns, const char *kiss) {
     memset(s, 0, sizeof *s);
     s->scenario = scenario;
     s->offset_ns = offset_ns;
     s->kiss = kiss;
-    s->fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s->fd < 0) return -1;
     struct sockaddr_storage address;
     memset(&address, 0, sizeof address);
     socklen_t length;
-    if (family == AF_INET) {
-        struct sockaddr_in *v4 = (struct sockaddr_in *)&address;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&address;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&address;
+    if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
-        v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        v4->sin_port = htons(port);
         length = sizeof *v4;
-    } else {
-        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&address;
+    } else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
-        v6->sin6_addr = in6addr_loopback;
+        v6->sin6_port = htons(port);
         length = sizeof *v6;
+    } else {
+        return -1;
     }
+    s->fd = socket(address.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s->fd < 0) return -1;
     if (bind(s->fd, (struct sockaddr *)&address, length) != 0 ||
         getsockname(s->fd, (struct sockaddr *)&address, &length) != 0) {
         close(s->fd);
         return -1;
     }
-    s->port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&address)->sin_port
-                                      : ((struct sockaddr_in6 *)&address)->sin6_port);
+    s->port = ntohs(address.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
     if (pthread_create(&s->thread, NULL, fake_server_main, s) != 0) {
         close(s->fd);
         return -1;
     }
     return 0;
+}
+
+/* Starts a server on `family`'s loopback with an ephemeral port. 0 or -1. */
+static int fake_start_kiss(fake_server *s, int family, scenario_fn scenario, int64_t offset_ns,
+                           const char *kiss) {
+    return fake_start_at(s, family == AF_INET ? "127.0.0.1" : "::1", 0, scenario, offset_ns,
+                         kiss);
 }
 
 static int fake_start(fake_server *s, int family, scenario_fn scenario, int64_t offset_ns) {
@@ -870,6 +891,170 @@ static void scenario_kiss_second(fake_server *s, unsigned index, const tk_sntp_p
         p.reference_id = code_of("RATE");
     }
     fake_reply(s, &p, TK_SNTP_PACKET_SIZE, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * A stand-in resolver
+ * ------------------------------------------------------------------------ */
+
+/* A stand-in for getaddrinfo (tk__sntp_set_resolver), for what DNS cannot
+ * be made to give on demand: every name resolves, after `delay_ns`, to the
+ * literals in `addresses` (in that order), or fails with `status` (and errno
+ * `error`). It runs on tk_sntp_query's helper thread. */
+typedef struct fake_node {
+    struct addrinfo info; /* first: the node is freed through it */
+    struct sockaddr_storage address;
+} fake_node;
+
+static struct {
+    pthread_mutex_t lock;
+    /* set by the test before a query */
+    int status;
+    int error;
+    int64_t delay_ns;
+    const char *addresses[12];
+    size_t count;
+    int unix_only; /* one AF_UNIX entry, nothing else */
+    /* seen by the resolver */
+    char name[300];
+    char service[16];
+    atomic_int calls, lists, freed;
+} g_dns = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int fake_getaddrinfo(const char *name, const char *service, const struct addrinfo *hints,
+                            struct addrinfo **list) {
+    atomic_fetch_add(&g_dns.calls, 1);
+    pthread_mutex_lock(&g_dns.lock);
+    snprintf(g_dns.name, sizeof g_dns.name, "%s", name);
+    snprintf(g_dns.service, sizeof g_dns.service, "%s", service);
+    int status = g_dns.status, error = g_dns.error, unix_only = g_dns.unix_only;
+    int64_t delay = g_dns.delay_ns;
+    const char *addresses[12];
+    size_t count = g_dns.count;
+    memcpy(addresses, g_dns.addresses, sizeof addresses);
+    pthread_mutex_unlock(&g_dns.lock);
+    if (delay > 0) {
+        struct timespec ts = {.tv_sec = (time_t)(delay / SEC), .tv_nsec = (long)(delay % SEC)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
+    if (status != 0) {
+        errno = error;
+        return status;
+    }
+    /* The hints tk_sntp_query documents. */
+    if (hints == NULL || hints->ai_family != AF_UNSPEC || hints->ai_socktype != SOCK_DGRAM ||
+        hints->ai_protocol != IPPROTO_UDP || hints->ai_flags != AI_NUMERICSERV) {
+        return EAI_BADFLAGS;
+    }
+    uint16_t port = (uint16_t)strtoul(service, NULL, 10);
+    struct addrinfo *head = NULL, **tail = &head;
+    for (size_t i = 0; i < (unix_only ? 1 : count); i++) {
+        fake_node *node = calloc(1, sizeof *node);
+        if (node == NULL) abort();
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&node->address;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&node->address;
+        if (unix_only) {
+            node->address.ss_family = AF_UNIX;
+            node->info.ai_family = AF_UNIX;
+            node->info.ai_addrlen = sizeof(sa_family_t) + 2;
+        } else if (inet_pton(AF_INET, addresses[i], &v4->sin_addr) == 1) {
+            v4->sin_family = AF_INET;
+            v4->sin_port = htons(port);
+            node->info.ai_family = AF_INET;
+            node->info.ai_addrlen = sizeof *v4;
+        } else if (inet_pton(AF_INET6, addresses[i], &v6->sin6_addr) == 1) {
+            v6->sin6_family = AF_INET6;
+            v6->sin6_port = htons(port);
+            node->info.ai_family = AF_INET6;
+            node->info.ai_addrlen = sizeof *v6;
+        } else {
+            abort();
+        }
+        node->info.ai_socktype = SOCK_DGRAM;
+        node->info.ai_protocol = IPPROTO_UDP;
+        node->info.ai_addr = (struct sockaddr *)&node->address;
+        *tail = &node->info;
+        tail = &node->info.ai_next;
+    }
+    *list = head;
+    if (head != NULL) atomic_fetch_add(&g_dns.lists, 1); /* NULL is not freed */
+    return 0;
+}
+
+static void fake_freeaddrinfo(struct addrinfo *list) {
+    while (list != NULL) {
+        struct addrinfo *next = list->ai_next;
+        free(list); /* the fake_node it starts */
+        list = next;
+    }
+    atomic_fetch_add(&g_dns.freed, 1);
+}
+
+/* Answers every name with `count` literals (none: an empty list). */
+static void dns_answer(const char *const *addresses, size_t count) {
+    pthread_mutex_lock(&g_dns.lock);
+    g_dns.status = 0;
+    g_dns.error = 0;
+    g_dns.delay_ns = 0;
+    g_dns.unix_only = 0;
+    g_dns.count = count;
+    for (size_t i = 0; i < count; i++) g_dns.addresses[i] = addresses[i];
+    pthread_mutex_unlock(&g_dns.lock);
+    tk__sntp_set_resolver(fake_getaddrinfo, fake_freeaddrinfo);
+}
+
+static void dns_fail(int status, int error) {
+    dns_answer(NULL, 0);
+    pthread_mutex_lock(&g_dns.lock);
+    g_dns.status = status;
+    g_dns.error = error;
+    pthread_mutex_unlock(&g_dns.lock);
+}
+
+static void dns_delay(int64_t delay_ns) {
+    pthread_mutex_lock(&g_dns.lock);
+    g_dns.delay_ns = delay_ns;
+    pthread_mutex_unlock(&g_dns.lock);
+}
+
+static void dns_seen(char *name, size_t name_size, char *service, size_t service_size) {
+    pthread_mutex_lock(&g_dns.lock);
+    snprintf(name, name_size, "%s", g_dns.name);
+    snprintf(service, service_size, "%s", g_dns.service);
+    pthread_mutex_unlock(&g_dns.lock);
+}
+
+/* Back to getaddrinfo. */
+static void dns_real(void) { tk__sntp_set_resolver(NULL, NULL); }
+
+/* Waits (up to 5 s) until every list the stand-in handed out is freed. */
+static int dns_all_freed(void) {
+    for (int i = 0; i < 500; i++) {
+        if (atomic_load(&g_dns.freed) == atomic_load(&g_dns.lists)) return 1;
+        usleep(10 * 1000);
+    }
+    return atomic_load(&g_dns.freed) == atomic_load(&g_dns.lists);
+}
+
+/* What getaddrinfo makes of `name` here, for the log. */
+static void print_resolution(const char *name) {
+    struct addrinfo hints, *list = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_DGRAM;
+    int rc = getaddrinfo(name, "123", &hints, &list);
+    printf("test_sntp: %s resolves to", name);
+    if (rc != 0) printf(" nothing (%s)", gai_strerror(rc));
+    for (struct addrinfo *p = list; p != NULL; p = p->ai_next) {
+        char text[INET6_ADDRSTRLEN] = "?";
+        const void *in = p->ai_family == AF_INET
+                             ? (const void *)&((struct sockaddr_in *)p->ai_addr)->sin_addr
+                             : (const void *)&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr;
+        inet_ntop(p->ai_family, in, text, sizeof text);
+        printf(" %s", text);
+    }
+    printf("\n");
+    if (list != NULL) freeaddrinfo(list);
 }
 
 /* ------------------------------------------------------------------------
@@ -1155,17 +1340,68 @@ static void test_query_refused(void) {
 
 static void test_query_arguments(void) {
     tk_sntp_result r;
+    /* Nothing here reaches the resolver; neither do literals. */
+    dns_answer(NULL, 0);
+    int calls = atomic_load(&g_dns.calls);
     CHECK_EQ(tk_sntp_query(NULL, 123, SEC, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("127.0.0.1", 123, SEC, 1, NULL), -EINVAL);
-    CHECK_EQ(tk_sntp_query("127.0.0.1", 0, SEC, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("127.0.0.1", 123, 0, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("127.0.0.1", 123, -SEC, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("127.0.0.1", 123, SEC, 0, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("127.0.0.1", 123, SEC, TK_SNTP_MAX_SAMPLES + 1, &r), -EINVAL);
-    CHECK_EQ(tk_sntp_query("localhost", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("localhost", 123, SEC, 0, &r), -EINVAL);
+    /* Neither literals nor names. */
     CHECK_EQ(tk_sntp_query("127.0.0.1:123", 123, SEC, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("[::1]", 123, SEC, 1, &r), -EINVAL);
     CHECK_EQ(tk_sntp_query("", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query(".", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("a..b", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query(".a", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("a.b..", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("ntp server", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("ntp\tserver", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("b\xc3\xbc" "cher.example", 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(tk_sntp_query("fe80::1%lo", 123, SEC, 1, &r), -EINVAL);
+    /* Lengths: labels of 63, names of 253 (254 with the root dot). */
+    char name[300];
+    memset(name, 'a', 64);
+    name[64] = '\0';
+    CHECK_EQ(tk_sntp_query(name, 123, SEC, 1, &r), -EINVAL);
+    /* 4 labels: 63 + 63 + 63 + 61 characters and 3 dots = 253. */
+    for (int i = 0; i < 253; i++) name[i] = (i % 64 == 63) ? '.' : 'a';
+    name[253] = '\0';
+    CHECK_EQ(tk_sntp_query(name, 123, SEC, 1, &r), -ENXIO); /* a name: looked up */
+    name[253] = '.';
+    name[254] = '\0';
+    CHECK_EQ(tk_sntp_query(name, 123, SEC, 1, &r), -ENXIO);
+    name[253] = 'a';
+    CHECK_EQ(tk_sntp_query(name, 123, SEC, 1, &r), -EINVAL); /* 254 */
+    name[254] = '.';
+    name[255] = '\0';
+    CHECK_EQ(tk_sntp_query(name, 123, SEC, 1, &r), -EINVAL);
+    CHECK_EQ(atomic_load(&g_dns.calls), calls + 2);
+    calls = atomic_load(&g_dns.calls);
+    CHECK_EQ(tk_sntp_query("xn--bcher-kva.example", 123, SEC, 1, &r), -ENXIO);
+    CHECK_EQ(tk_sntp_query("_ntp.Host-1.example.", 123, SEC, 1, &r), -ENXIO);
+    CHECK_EQ(atomic_load(&g_dns.calls), calls + 2);
+
+    /* Literals never call the resolver (the port is closed: refused). */
+    calls = atomic_load(&g_dns.calls);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    CHECK_EQ(bind(fd, (struct sockaddr *)&address, length), 0);
+    CHECK_EQ(getsockname(fd, (struct sockaddr *)&address, &length), 0);
+    uint16_t port = ntohs(address.sin_port);
+    close(fd);
+    CHECK_EQ(tk_sntp_query("127.0.0.1", port, SEC, 1, &r), -ECONNREFUSED);
+    int rc6 = tk_sntp_query("::1", port, 300 * MS, 1, &r);
+    CHECK(rc6 == -ECONNREFUSED || rc6 == -EADDRNOTAVAIL || rc6 == -ENETUNREACH ||
+          rc6 == -EAFNOSUPPORT);
+    CHECK_EQ(atomic_load(&g_dns.calls), calls);
+    dns_real();
+    CHECK(dns_all_freed());
 }
 
 static void test_query_ipv6(void) {
@@ -1177,6 +1413,297 @@ static void test_query_ipv6(void) {
     tk_sntp_result r;
     CHECK_EQ(tk_sntp_query("::1", s.port, 2 * SEC, 2, &r), 0);
     check_good_result(&r, 77 * SEC, 2);
+    fake_stop(&s);
+}
+
+/* ------------------------------------------------------------------------
+ * Host names
+ * ------------------------------------------------------------------------ */
+
+/* "localhost" through the real getaddrinfo, the server on 127.0.0.1 only:
+ * whatever order localhost's addresses come in (here /etc/hosts may give
+ * 127.0.0.1 alone, elsewhere ::1 first), the query ends at the server. */
+static void test_query_name_localhost(void) {
+    print_resolution("localhost");
+    fake_server s;
+    if (fake_start(&s, AF_INET, scenario_good, 9 * SEC) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        return;
+    }
+    tk_sntp_result r;
+    int rc = tk_sntp_query("localhost", s.port, 2 * SEC, 3, &r);
+    CHECK_EQ(rc, 0);
+    if (rc == 0) CHECK_LE(llabs(r.offset_ns - 9 * SEC), r.error_ns);
+    CHECK_EQ(r.replies_accepted, 3);
+    CHECK_EQ(atomic_load(&s.requests), 3);
+    /* 3, plus one per address before 127.0.0.1 that refused (::1). */
+    CHECK_GE(r.requests_sent, 3);
+    CHECK_LE(r.requests_sent, 3 + TK_SNTP_MAX_ADDRESSES - 1);
+    /* /etc/hosts names are not case-sensitive either. */
+    CHECK_EQ(tk_sntp_query("LocalHost", s.port, 2 * SEC, 1, &r), 0);
+    fake_stop(&s);
+}
+
+/* A name with several addresses, the server on the last one. */
+static void test_query_name_addresses(void) {
+    char name[300], service[16];
+    tk_sntp_result r;
+    fake_server good;
+    if (fake_start(&good, AF_INET, scenario_good, 11 * SEC) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        return;
+    }
+    char port_text[16];
+    snprintf(port_text, sizeof port_text, "%u", (unsigned)good.port);
+
+    /* Nothing listens on 127.0.0.2: port unreachable, next address at once. */
+    const char *refused_first[] = {"127.0.0.2", "127.0.0.1"};
+    dns_answer(refused_first, 2);
+    int64_t start = now_ns(CLOCK_BOOTTIME);
+    CHECK_EQ(tk_sntp_query("two.test", good.port, 2 * SEC, 2, &r), 0);
+    CHECK_LT(now_ns(CLOCK_BOOTTIME) - start, 2 * SEC); /* not a timeout */
+    CHECK_LE(llabs(r.offset_ns - 11 * SEC), r.error_ns);
+    CHECK_EQ(r.requests_sent, 3); /* one to 127.0.0.2, two to 127.0.0.1 */
+    CHECK_EQ(r.replies_accepted, 2);
+    CHECK_EQ(atomic_load(&good.requests), 2);
+    dns_seen(name, sizeof name, service, sizeof service);
+    CHECK(strcmp(name, "two.test") == 0);
+    CHECK(strcmp(service, port_text) == 0);
+
+    /* A silent server on 127.0.0.2 (listed twice: duplicates are dropped):
+     * one request, the timeout, then 127.0.0.1. */
+    fake_server silent;
+    if (fake_start_at(&silent, "127.0.0.2", good.port, scenario_silent, 0, NULL) == 0) {
+        const char *silent_first[] = {"127.0.0.2", "127.0.0.2", "127.0.0.1"};
+        dns_answer(silent_first, 3);
+        atomic_store(&good.requests, 0);
+        start = now_ns(CLOCK_BOOTTIME);
+        CHECK_EQ(tk_sntp_query("silent.test", good.port, 300 * MS, 2, &r), 0);
+        CHECK_GE(now_ns(CLOCK_BOOTTIME) - start, 300 * MS);
+        CHECK_EQ(atomic_load(&silent.requests), 1);
+        CHECK_EQ(atomic_load(&good.requests), 2);
+        CHECK_EQ(r.requests_sent, 3);
+        CHECK_EQ(r.replies_accepted, 2);
+        fake_stop(&silent);
+    } else {
+        CHECK(!"cannot start a UDP server on 127.0.0.2");
+    }
+
+    /* The first address answers, badly: it is the server, its error the
+     * query's; the next address is never asked. */
+    fake_server bad;
+    if (fake_start_at(&bad, "127.0.0.2", good.port, scenario_unsynchronised, 0, NULL) == 0) {
+        const char *bad_first[] = {"127.0.0.2", "127.0.0.1"};
+        dns_answer(bad_first, 2);
+        atomic_store(&good.requests, 0);
+        CHECK_EQ(tk_sntp_query("bad.test", good.port, 2 * SEC, 2, &r), -ENODATA);
+        CHECK_EQ(atomic_load(&bad.requests), 2);
+        CHECK_EQ(atomic_load(&good.requests), 0);
+        CHECK_EQ(r.requests_sent, 2);
+        fake_stop(&bad);
+    } else {
+        CHECK(!"cannot start a UDP server on 127.0.0.2");
+    }
+
+    /* A kiss-of-death from the first address ends the query. */
+    fake_server kiss;
+    if (fake_start_at(&kiss, "127.0.0.2", good.port, scenario_kiss, 0, "DENY") == 0) {
+        const char *kiss_first[] = {"127.0.0.2", "127.0.0.1"};
+        dns_answer(kiss_first, 2);
+        atomic_store(&good.requests, 0);
+        CHECK_EQ(tk_sntp_query("kiss.test", good.port, 2 * SEC, 3, &r), -EACCES);
+        CHECK(strcmp(r.kiss_code, "DENY") == 0);
+        CHECK_EQ(r.requests_sent, 1);
+        CHECK_EQ(atomic_load(&good.requests), 0);
+        fake_stop(&kiss);
+    } else {
+        CHECK(!"cannot start a UDP server on 127.0.0.2");
+    }
+
+    /* IPv6 first, the server on IPv4 only (localhost on most machines). */
+    int v6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int have_v6 = v6 >= 0 && bind(v6, (struct sockaddr *)&any6, sizeof any6) == 0;
+    if (v6 >= 0) close(v6);
+    if (have_v6) {
+        const char *v6_first[] = {"::1", "127.0.0.1"};
+        dns_answer(v6_first, 2);
+        atomic_store(&good.requests, 0);
+        CHECK_EQ(tk_sntp_query("dual.test", good.port, 2 * SEC, 1, &r), 0);
+        CHECK_EQ(r.requests_sent, 2);
+        CHECK_EQ(atomic_load(&good.requests), 1);
+    } else {
+        printf("test_sntp: no IPv6 loopback here; ::1-then-127.0.0.1 not exercised\n");
+    }
+
+    /* Every address refused: the last one's error. */
+    const char *all_refused[] = {"127.0.0.2", "127.0.0.3"};
+    dns_answer(all_refused, 2);
+    CHECK_EQ(tk_sntp_query("none.test", good.port, 2 * SEC, 2, &r), -ECONNREFUSED);
+    CHECK_GE(r.requests_sent, 2);
+
+    /* Only the first TK_SNTP_MAX_ADDRESSES are tried: the server is 9th. */
+    const char *many[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6",
+                          "127.0.0.7", "127.0.0.8", "127.0.0.9", "127.0.0.1"};
+    CHECK_EQ(sizeof many / sizeof many[0], TK_SNTP_MAX_ADDRESSES + 1);
+    dns_answer(many, TK_SNTP_MAX_ADDRESSES + 1);
+    atomic_store(&good.requests, 0);
+    CHECK_EQ(tk_sntp_query("many.test", good.port, 2 * SEC, 1, &r), -ECONNREFUSED);
+    CHECK_EQ(atomic_load(&good.requests), 0);
+    CHECK_EQ(r.requests_sent, TK_SNTP_MAX_ADDRESSES);
+
+    dns_real();
+    fake_stop(&good);
+    CHECK(dns_all_freed());
+}
+
+/* Port 0 is port 123. */
+static void test_query_port_zero(void) {
+    char name[300], service[16];
+    tk_sntp_result r;
+    /* A name: the resolver is asked for service "123". */
+    const char *loopback[] = {"127.0.0.1"};
+    dns_answer(loopback, 1);
+    fake_server s;
+    int have_123 = fake_start_at(&s, "127.0.0.1", TK_SNTP_PORT, scenario_good, 5 * SEC, NULL) == 0;
+    int rc = tk_sntp_query("zero.test", 0, 300 * MS, 1, &r);
+    dns_seen(name, sizeof name, service, sizeof service);
+    CHECK(strcmp(service, "123") == 0);
+    dns_real();
+    CHECK(dns_all_freed());
+    if (!have_123) {
+        /* Not root, or an NTP server runs here: the literal's port 0 cannot
+         * be watched; the name's was above. */
+        printf("test_sntp: cannot bind 127.0.0.1:123; port 0 with a literal not exercised\n");
+        CHECK(rc != -EINVAL);
+        return;
+    }
+    CHECK_EQ(rc, 0);
+    /* A literal: the socket goes to 127.0.0.1:123, where the server is. */
+    CHECK_EQ(tk_sntp_query("127.0.0.1", 0, 2 * SEC, 2, &r), 0);
+    CHECK_LE(llabs(r.offset_ns - 5 * SEC), r.error_ns);
+    CHECK_EQ(atomic_load(&s.requests), 3);
+    fake_stop(&s);
+}
+
+/* RFC 6761 reserves .invalid: it never resolves. The real resolver may still
+ * ask the name servers of resolv.conf; where there are none reachable it
+ * gives EAI_AGAIN after its own timeouts, or outlasts ours. So -ENXIO (the
+ * answer here), -EAGAIN or -ETIMEDOUT, and never later than the timeout. */
+static void test_query_name_unresolvable(void) {
+    tk_sntp_result r;
+    memset(&r, 0x55, sizeof r);
+    int64_t start = now_ns(CLOCK_BOOTTIME);
+    int rc = tk_sntp_query("nonexistent.invalid", 123, 3 * SEC, 1, &r);
+    int64_t elapsed = now_ns(CLOCK_BOOTTIME) - start;
+    printf("test_sntp: nonexistent.invalid: %d (%s) after %" PRId64 " ms\n", rc, strerror(-rc),
+           (int64_t)(elapsed / MS));
+    CHECK(rc == -ENXIO || rc == -EAGAIN || rc == -ETIMEDOUT);
+    CHECK_LT(elapsed, 3 * SEC + 500 * MS);
+    CHECK_EQ(r.requests_sent, 0);
+}
+
+/* Each resolver error, one errno each. */
+static void test_query_name_errors(void) {
+    const struct {
+        int status, error, expected;
+    } cases[] = {
+        {EAI_NONAME, 0, -ENXIO},     {EAI_NODATA, 0, -ENXIO},     {EAI_FAMILY, 0, -ENXIO},
+        {EAI_ADDRFAMILY, 0, -ENXIO}, {EAI_SERVICE, 0, -ENXIO},    {EAI_AGAIN, 0, -EAGAIN},
+        {EAI_MEMORY, 0, -ENOMEM},    {EAI_FAIL, 0, -EREMOTEIO},   {EAI_SYSTEM, EMFILE, -EMFILE},
+        {EAI_SYSTEM, EIO, -EIO},
+    };
+    tk_sntp_result r;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dns_fail(cases[i].status, cases[i].error);
+        memset(&r, 0x55, sizeof r);
+        int rc = tk_sntp_query("error.test", 123, SEC, 1, &r);
+        if (rc != cases[i].expected) {
+            fprintf(stderr, "  resolver status %d: got %d, expected %d\n", cases[i].status, rc,
+                    cases[i].expected);
+        }
+        CHECK_EQ(rc, cases[i].expected);
+        CHECK_EQ(r.requests_sent, 0);
+    }
+    /* Success without any IPv4 or IPv6 address. */
+    dns_answer(NULL, 0);
+    CHECK_EQ(tk_sntp_query("empty.test", 123, SEC, 1, &r), -ENXIO);
+    pthread_mutex_lock(&g_dns.lock);
+    g_dns.unix_only = 1;
+    pthread_mutex_unlock(&g_dns.lock);
+    CHECK_EQ(tk_sntp_query("unix.test", 123, SEC, 1, &r), -ENXIO);
+    dns_real();
+    CHECK(dns_all_freed());
+}
+
+/* A lookup slower than the timeout: -ETIMEDOUT on time, no request, and
+ * the abandoned lookup frees its list when it ends. */
+static void test_query_name_timeout(void) {
+    fake_server s;
+    if (fake_start(&s, AF_INET, scenario_good, 0) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        return;
+    }
+    const char *loopback[] = {"127.0.0.1"};
+    dns_answer(loopback, 1);
+    dns_delay(1 * SEC);
+    int lists_before = atomic_load(&g_dns.lists);
+    tk_sntp_result r;
+    memset(&r, 0x55, sizeof r);
+    int64_t start = now_ns(CLOCK_BOOTTIME);
+    CHECK_EQ(tk_sntp_query("slow.test", s.port, 200 * MS, 1, &r), -ETIMEDOUT);
+    int64_t elapsed = now_ns(CLOCK_BOOTTIME) - start;
+    CHECK_GE(elapsed, 200 * MS); /* never early */
+    CHECK_LT(elapsed, 600 * MS); /* and not waiting for the lookup */
+    CHECK_EQ(r.requests_sent, 0);
+    CHECK_EQ(r.replies_accepted, 0);
+    /* The lookup ends 1 s in, with nobody waiting: it frees its list. */
+    for (int i = 0; i < 500 && atomic_load(&g_dns.lists) == lists_before; i++) usleep(10 * 1000);
+    CHECK_EQ(atomic_load(&g_dns.lists), lists_before + 1);
+    CHECK(dns_all_freed());
+    CHECK_EQ(atomic_load(&s.requests), 0);
+
+    /* The lookup has its own timeout: 250 ms of lookup, then a request
+     * with 300 ms of its own. */
+    dns_delay(250 * MS);
+    CHECK_EQ(tk_sntp_query("slow.test", s.port, 300 * MS, 1, &r), 0);
+    CHECK_EQ(atomic_load(&s.requests), 1);
+    dns_real();
+    CHECK(dns_all_freed());
+    fake_stop(&s);
+}
+
+/* Signals while the lookup runs: the wait resumes. */
+static void test_query_name_eintr(void) {
+    struct sigaction action, old;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_usr1;
+    action.sa_flags = 0; /* no SA_RESTART */
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR1, &action, &old);
+    fake_server s;
+    if (fake_start(&s, AF_INET, scenario_good, 2 * SEC) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        sigaction(SIGUSR1, &old, NULL);
+        return;
+    }
+    const char *loopback[] = {"127.0.0.1"};
+    dns_answer(loopback, 1);
+    dns_delay(150 * MS);
+    signaller g = {.target = pthread_self()};
+    atomic_store(&g_signals, 0);
+    pthread_t thread;
+    pthread_create(&thread, NULL, signaller_main, &g);
+    tk_sntp_result r;
+    int rc = tk_sntp_query("signals.test", s.port, 2 * SEC, 1, &r);
+    atomic_store(&g.stop, 1);
+    pthread_join(thread, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+    CHECK_EQ(rc, 0);
+    if (rc == 0) CHECK_LE(llabs(r.offset_ns - 2 * SEC), r.error_ns);
+    CHECK_GE(atomic_load(&g_signals), 10);
+    dns_real();
+    CHECK(dns_all_freed());
     fake_stop(&s);
 }
 
@@ -1205,6 +1732,13 @@ static const test_case tests[] = {
     {"query_refused", test_query_refused, 120},
     {"query_arguments", test_query_arguments, 120},
     {"query_ipv6", test_query_ipv6, 120},
+    {"query_name_localhost", test_query_name_localhost, 120},
+    {"query_name_addresses", test_query_name_addresses, 120},
+    {"query_port_zero", test_query_port_zero, 120},
+    {"query_name_unresolvable", test_query_name_unresolvable, 120},
+    {"query_name_errors", test_query_name_errors, 120},
+    {"query_name_timeout", test_query_name_timeout, 120},
+    {"query_name_eintr", test_query_name_eintr, 120},
 };
 
 int main(int argc, char **argv) {

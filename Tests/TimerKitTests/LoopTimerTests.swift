@@ -9,7 +9,7 @@ import TimerKit
 /// An object that owns a repeating closure timer capturing it weakly.
 private final class Ticker: @unchecked Sendable {
     let ticks = Locked(0)
-    var timer: LoopTimer?
+    var timer: LoopTimer<MonotonicClock>?
     let invalidatesOnDeinit: Bool
     let onDeinit: @Sendable () -> Void
 
@@ -38,20 +38,20 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let log = Locked<[String]>([])
         try loop.schedule(after: .seconds(2)) { _, _ in
-            log.withLock { $0.append("b@\(loop.now())") }
+            log.withLock { $0.append("b@\(loop.time)") }
         }
         try loop.schedule(after: .seconds(1)) { _, _ in
-            log.withLock { $0.append("a@\(loop.now())") }
+            log.withLock { $0.append("a@\(loop.time)") }
         }
         let repeating = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
-            log.withLock { $0.append("r\(missed)@\(loop.now())") }
+            log.withLock { $0.append("r\(missed)@\(loop.time)") }
         }
         #expect(loop.statistics.pending == 3)
         #expect(try loop.advance(by: .milliseconds(2500)) == 4)
         // Equal deadlines fire in scheduling order.
         #expect(log.value == ["a@1.0 seconds", "r0@1.0 seconds", "b@2.0 seconds", "r0@2.0 seconds"])
-        #expect(loop.now() == .milliseconds(2500))
-        #expect(repeating.fireDate == .seconds(3))
+        #expect(loop.time == .milliseconds(2500))
+        #expect(repeating.fireDate?.offset == .seconds(3))
         #expect(loop.statistics.pending == 1)
         repeating.invalidate()
         #expect(!repeating.isValid)
@@ -62,7 +62,7 @@ struct LoopTimerTests {
     @Test("a one-shot timer is invalid once it has fired, and the loop lets it go")
     func oneShotIsDoneAfterFiring() throws {
         let loop = try TimerLoop.manual()
-        weak var weakTimer: LoopTimer?
+        weak var weakTimer: LoopTimer<MonotonicClock>?
         let fired = Locked(0)
         do {
             let timer = try loop.schedule(after: .seconds(1)) { _, _ in fired.withLock { $0 += 1 } }
@@ -71,7 +71,7 @@ struct LoopTimerTests {
         // Only the loop holds it now.
         #expect(weakTimer != nil)
         #expect(weakTimer?.isValid == true)
-        #expect(weakTimer?.fireDate == .seconds(1))
+        #expect(weakTimer?.fireDate?.offset == .seconds(1))
         try loop.advance(by: .seconds(1))
         #expect(fired.value == 1)
         #expect(weakTimer == nil, "the loop still holds a one-shot timer that fired")
@@ -109,7 +109,7 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let gone = Locked(false)
         let calls = Locked(0)
-        weak var weakTimer: LoopTimer?
+        weak var weakTimer: LoopTimer<MonotonicClock>?
         do {
             let owner = Watched { gone.withLock { $0 = true } }
             owner.invalidatesTimerOnDeinit = false
@@ -163,7 +163,7 @@ struct LoopTimerTests {
         let calls = Locked<[String]>([])
         let timer = try loop.schedule(after: .seconds(5)) { timer, missed in
             calls.withLock {
-                $0.append("missed \(missed) at \(loop.now()) valid \(timer.isValid) "
+                $0.append("missed \(missed) at \(loop.time) valid \(timer.isValid) "
                     + "date \(String(describing: timer.fireDate))")
             }
         }
@@ -186,14 +186,14 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let calls = Locked<[String]>([])
         let timer = try loop.schedule(after: .seconds(2), repeating: .seconds(2)) { _, missed in
-            calls.withLock { $0.append("\(missed)@\(loop.now())") }
+            calls.withLock { $0.append("\(missed)@\(loop.time)") }
         }
         try loop.advance(by: .seconds(1))
         timer.fire()
         timer.fire()
         #expect(calls.value == ["0@1.0 seconds", "0@1.0 seconds"])
         #expect(timer.isValid)
-        #expect(timer.fireDate == .seconds(2))
+        #expect(timer.fireDate?.offset == .seconds(2))
         #expect(loop.statistics.pending == 1)
         try loop.advance(by: .seconds(3))
         #expect(calls.value == ["0@1.0 seconds", "0@1.0 seconds", "0@2.0 seconds", "0@4.0 seconds"])
@@ -229,13 +229,13 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let fired = Locked<[Duration]>([])
         let timer = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _, _ in
-            fired.withLock { $0.append(loop.now()) }
+            fired.withLock { $0.append(loop.time) }
         }
         #expect(timer.fireDate == nil)
         try loop.advance(by: .milliseconds(100))
         #expect(fired.value.isEmpty)
         try loop.add(timer)
-        #expect(timer.fireDate == .milliseconds(105))
+        #expect(timer.fireDate?.offset == .milliseconds(105))
         #expect(fired.value.isEmpty)
         try loop.advance(by: .milliseconds(4))
         #expect(fired.value.isEmpty)
@@ -258,22 +258,22 @@ struct LoopTimerTests {
         defer { loop.stop() }
         let delay = Duration.milliseconds(5)
         let fires = Locked<[String: [Duration]]>([:])
-        func record(_ name: String) -> LoopTimer.Action {
-            { _, _ in fires.withLock { $0[name, default: []].append(loop.now()) } }
+        func record(_ name: String) -> LoopTimer<MonotonicClock>.Action {
+            { _, _ in fires.withLock { $0[name, default: []].append(loop.time) } }
         }
 
         // Created, then added 20 ms later: the delay counts from the add.
         let late = try LoopTimer(after: delay, record("late"))
         sleepThread(.milliseconds(20))
-        let lateAdded = loop.now()
+        let lateAdded = loop.time
         try loop.add(late)
 
         var starts: [String: Duration] = ["late": lateAdded]
         for round in 0..<20 {
-            starts["once\(round)"] = loop.now()
+            starts["once\(round)"] = loop.time
             try loop.schedule(after: delay, record("once\(round)"))
         }
-        starts["repeat"] = loop.now()
+        starts["repeat"] = loop.time
         let repeating = try loop.schedule(after: delay, repeating: delay, record("repeat"))
 
         let allFired = waitUntil {
@@ -302,17 +302,17 @@ struct LoopTimerTests {
         let fires = Locked([[(time: Duration, missed: UInt64)]](repeating: [], count: count))
         var earliest: [Duration] = []
         var intervals: [Duration?] = []
-        var timers: [LoopTimer] = []
+        var timers: [LoopTimer<MonotonicClock>] = []
         for n in 0..<count {
             let delay = Duration.microseconds(rng.within(0...30_000))
             let tolerance = rng.chance(20) ? .zero : Duration.microseconds(rng.within(0...10_000))
             let interval = rng.chance(25) ? Duration.microseconds(rng.within(2_000...10_000)) : nil
             intervals.append(interval)
-            earliest.append(loop.now() + delay)
+            earliest.append(loop.time + delay)
             timers.append(try loop.schedule(
-                after: delay, repeating: interval, tolerance: tolerance, in: [.common]
+                after: delay, repeating: interval, tolerance: tolerance, in: .common
             ) { _, missed in
-                fires.withLock { $0[n].append((loop.now(), missed)) }
+                fires.withLock { $0[n].append((loop.time, missed)) }
             })
         }
         let allFired = waitUntil {
@@ -342,20 +342,20 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let times = Locked<[Duration]>([])
         let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in
-            times.withLock { $0.append(loop.now()) }
+            times.withLock { $0.append(loop.time) }
         }
         try loop.advance(by: .milliseconds(1500))
-        #expect(timer.fireDate == .seconds(2))
+        #expect(timer.fireDate?.offset == .seconds(2))
         try timer.setTolerance(.milliseconds(300))
         #expect(timer.tolerance == .milliseconds(300))
-        #expect(timer.fireDate == .seconds(2))
+        #expect(timer.fireDate?.offset == .seconds(2))
         try timer.setInterval(.seconds(3))
         #expect(timer.interval == .seconds(3))
-        #expect(timer.fireDate == .seconds(2))
+        #expect(timer.fireDate?.offset == .seconds(2))
         try loop.advance(by: .milliseconds(4000))  // to 5.5 s
         // Fires at fire date + tolerance (alone, nothing to share a wake-up with).
         #expect(times.value == [.seconds(1), .milliseconds(2300), .milliseconds(5300)])
-        #expect(timer.fireDate == .seconds(8))
+        #expect(timer.fireDate?.offset == .seconds(8))
         timer.invalidate()
     }
 
@@ -365,9 +365,9 @@ struct LoopTimerTests {
         let times = Locked<[Duration]>([])
         let rounds = Locked(0)
         let oneShot = try loop.schedule(after: .seconds(1)) { timer, _ in
-            times.withLock { $0.append(loop.now()) }
+            times.withLock { $0.append(loop.time) }
             let again = rounds.withLock { $0 += 1; return $0 < 3 }
-            if again { try? timer.setFireDate(loop.now() + .seconds(2)) }
+            if again { try? timer.setFireDate(loop.now(.monotonic) + .seconds(2)) }
         }
         try loop.advance(by: .seconds(20))
         #expect(times.value == [.seconds(1), .seconds(3), .seconds(5)])
@@ -375,14 +375,14 @@ struct LoopTimerTests {
         #expect(loop.statistics.pending == 0)
 
         let repeating = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in
-            times.withLock { $0.append(loop.now()) }
+            times.withLock { $0.append(loop.time) }
         }
-        try repeating.setFireDate(.milliseconds(20_500))
-        #expect(repeating.fireDate == .milliseconds(20_500))
+        try repeating.setFireDate(at(.milliseconds(20_500)))
+        #expect(repeating.fireDate?.offset == .milliseconds(20_500))
         try loop.advance(by: .seconds(2))
         #expect(times.value.suffix(2) == [.milliseconds(20_500), .milliseconds(21_500)])
         repeating.invalidate()
-        #expect(throws: TimerError.invalidated) { try repeating.setFireDate(.seconds(30)) }
+        #expect(throws: TimerError.invalidated) { try repeating.setFireDate(at(.seconds(30))) }
     }
 
     @Test("a repeating timer's tolerance is used up to half its interval")
@@ -393,7 +393,7 @@ struct LoopTimerTests {
             after: .seconds(1), repeating: .seconds(1), tolerance: .seconds(10)
         ) { _, missed in
             #expect(missed == 0)
-            times.withLock { $0.append(loop.now()) }
+            times.withLock { $0.append(loop.time) }
         }
         #expect(timer.tolerance == .seconds(10))
         try loop.advance(by: .seconds(3))
@@ -406,12 +406,12 @@ struct LoopTimerTests {
         let loop = try TimerLoop.manual()
         let calls = Locked<[String]>([])
         let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
-            calls.withLock { $0.append("\(missed)@\(loop.now())") }
+            calls.withLock { $0.append("\(missed)@\(loop.time)") }
         }
-        try timer.setFireDate(.milliseconds(-3500))  // 3.5 s in the past: 3 whole periods
+        try timer.setFireDate(at(.milliseconds(-3500)))  // 3.5 s in the past: 3 whole periods
         try loop.advance(by: .zero)
         #expect(calls.value == ["3@0.0 seconds"])
-        #expect(timer.fireDate == .milliseconds(500))
+        #expect(timer.fireDate?.offset == .milliseconds(500))
         timer.invalidate()
     }
 }

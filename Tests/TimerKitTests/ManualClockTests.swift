@@ -95,7 +95,7 @@ struct ManualClockTests {
         #expect(try clock.advance(by: .seconds(1)) == 1)
         #expect(result.value == .busy)
         #expect(clock.now == .init(offset: .seconds(1)))
-        #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_advance"))) {
+        #expect(throws: TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))) {
             try clock.advance(by: .seconds(-1))
         }
     }
@@ -133,5 +133,28 @@ struct ManualClockTests {
         try clock.advance(by: .seconds(2))
         try await task.value
         #expect(clock.now.offset == .seconds(2))
+    }
+
+    @Test("advances from several threads take turns: none is refused, none is lost")
+    func concurrentAdvancesTakeTurns() throws {
+        let clock = try ManualClock()
+        let fired = Locked(0)
+        let timer = try clock.loop.schedule(after: .milliseconds(1), repeating: .milliseconds(1)) {
+            _, missed in fired.withLock { $0 += 1 + Int(missed) }
+        }
+        let refused = Locked<[TimerError]>([])
+        runThreads(4) { _ in
+            for _ in 0..<500 {
+                do throws(TimerError) {
+                    try clock.advance(by: .milliseconds(1))
+                } catch {
+                    refused.withLock { $0.append(error) }
+                }
+            }
+        }
+        timer.invalidate()
+        #expect(refused.value.count == 0, "refused: \(refused.value.first.map { "\($0)" } ?? "")")
+        #expect(clock.now == ManualClock.Instant(offset: .seconds(2)))
+        #expect(fired.value == 2_000)
     }
 }

@@ -12,10 +12,10 @@ struct PerformRequestTests {
         let owner = Watched()
         let ran = Locked<[String]>([])
         let first = try loop.perform(after: .seconds(1), target: owner) { target in
-            ran.withLock { $0.append("first@\(loop.now()) \(target === owner)") }
+            ran.withLock { $0.append("first@\(loop.time) \(target === owner)") }
         }
         let second = try loop.perform(after: .seconds(2), target: owner) { _ in
-            ran.withLock { $0.append("second@\(loop.now())") }
+            ran.withLock { $0.append("second@\(loop.time)") }
         }
         #expect(loop.pendingPerformRequests(target: owner) == 2)
         #expect(first.isPending && second.isPending)
@@ -104,11 +104,11 @@ struct PerformRequestTests {
         let loop = try TimerLoop.manual()
         let owner = Watched()
         let ran = Locked<[String]>([])
-        try loop.perform(after: .seconds(1), in: [.tracking], target: owner) { _ in
-            ran.withLock { $0.append("tracking@\(loop.now())") }
+        try loop.perform(after: .seconds(1), in: .tracking, target: owner) { _ in
+            ran.withLock { $0.append("tracking@\(loop.time)") }
         }
-        try loop.perform(after: .seconds(1), in: [.common]) {
-            ran.withLock { $0.append("common@\(loop.now())") }
+        try loop.perform(after: .seconds(1), in: .common) {
+            ran.withLock { $0.append("common@\(loop.time)") }
         }
         try loop.advance(by: .seconds(2), mode: .default)
         #expect(ran.value == ["common@1.0 seconds"])

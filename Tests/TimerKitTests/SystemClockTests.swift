@@ -16,7 +16,7 @@ struct SharedLoopTests {}
 
 /// The background loop (started on first use).
 func sharedLoop() throws -> TimerLoop {
-    try SleepService.loop.get()
+    try SleepService.shared.loop.get()
 }
 
 /// Checks what any Clock must do, through the Clock protocol only.
@@ -38,26 +38,13 @@ private func checkClock<C: Clock>(_ clock: C) async throws where C.Duration == D
 }
 
 extension SharedLoopTests {
-    @Suite("BootClock and MonotonicClock")
+    @Suite("BootClock, MonotonicClock and WallClock")
     struct SystemClockTests {
-        @Test("both conform to Clock and sleep through it")
+        @Test("all three conform to Clock and sleep through it")
         func conformance() async throws {
             try await checkClock(BootClock())
             try await checkClock(MonotonicClock())
-        }
-
-        @Test("now reads the C core's clocks")
-        func nowReadsCoreClocks() throws {
-            for _ in 0..<1_000 {
-                let before = try CoreClock.boot.now()
-                let boot = BootClock().now.offset
-                let after = try CoreClock.boot.now()
-                #expect(before <= boot && boot <= after)
-                let monotonicBefore = try CoreClock.monotonic.now()
-                let monotonic = MonotonicClock.Instant.now.offset
-                let monotonicAfter = try CoreClock.monotonic.now()
-                #expect(monotonicBefore <= monotonic && monotonic <= monotonicAfter)
-            }
+            try await checkClock(WallClock())
         }
 
         @Test("instants do arithmetic")

@@ -133,7 +133,7 @@ final class Watched: @unchecked Sendable {
     private let onDeinit: @Sendable () -> Void
     /// A timer the object owns (written only by the test thread before the
     /// object is shared).
-    var timer: LoopTimer?
+    var timer: AnyLoopTimer?
     /// Whether `deinit` invalidates `timer`.
     var invalidatesTimerOnDeinit = true
 
@@ -165,4 +165,16 @@ func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         threads.append(thread)
     }
     for thread in threads { pthread_join(thread, nil) }
+}
+
+extension TimerLoop {
+    /// The loop's monotonic clock as time since its zero: what the tests of
+    /// manual loops compare.
+    var time: Duration { now(.monotonic).offset }
+}
+
+/// The monotonic instant `offset` after the clock's zero (on a manual loop,
+/// its time).
+func at(_ offset: Duration) -> MonotonicClock.Instant {
+    MonotonicClock.Instant(offset: offset)
 }

@@ -7,21 +7,21 @@ import TimerKit
 /// Timers scheduled before a refused call, to check that the call left them alone.
 private struct Bystanders {
     let loop: TimerLoop
-    let timers: [LoopTimer]
-    let fireDates: [Duration?]
+    let timers: [LoopTimer<MonotonicClock>]
+    let fireDates: [MonotonicClock.Instant?]
     let pending: UInt64
     let start: Duration
     let fired = Locked<[String]>([])
 
     init(on loop: TimerLoop) throws {
         self.loop = loop
-        start = loop.now()
+        start = loop.time
         let fired = fired
         timers = [
             try loop.schedule(after: .seconds(5)) { _, _ in fired.withLock { $0.append("one-shot") } },
             try loop.schedule(after: .seconds(2), repeating: .seconds(2), tolerance: .milliseconds(10),
-                              in: [.common]) { _, _ in fired.withLock { $0.append("repeating") } },
-            try loop.schedule(after: .seconds(3), in: [.tracking]) { _, _ in
+                              in: .common) { _, _ in fired.withLock { $0.append("repeating") } },
+            try loop.schedule(after: .seconds(3), in: .tracking) { _, _ in
                 fired.withLock { $0.append("tracking") }
             },
         ]
@@ -39,7 +39,7 @@ private struct Bystanders {
 
     /// On a manual loop: checks that they still fire as scheduled.
     func expectStillFire() throws {
-        try loop.advance(by: start + .milliseconds(5500) - loop.now())
+        try loop.advance(by: start + .milliseconds(5500) - loop.time)
         #expect(fired.value == ["repeating", "repeating", "one-shot"])
         try loop.advance(by: .zero, mode: .tracking)
         #expect(fired.value == ["repeating", "repeating", "one-shot", "tracking"])
@@ -49,16 +49,25 @@ private struct Bystanders {
 
 @Suite("TimerError")
 struct TimerErrorTests {
-    @Test("invalidInterval: a repeating interval must be positive, and one-shots have none")
+    @Test("invalidInterval: a repeating interval must be at least 1 ns, and one-shots have none")
     func invalidInterval() throws {
         let loop = try TimerLoop.manual()
         let bystanders = try Bystanders(on: loop)
-        for interval in [Duration.zero, .nanoseconds(-1), .seconds(-5)] {
+        // Below a nanosecond the core would see 0, which means "one-shot".
+        let intervals = [
+            Duration.zero, .nanoseconds(-1), .seconds(-5), .nanoseconds(1) / 2,
+            Duration(secondsComponent: 0, attosecondsComponent: 1),
+            Duration(secondsComponent: 0, attosecondsComponent: 999_999_999),
+        ]
+        for interval in intervals {
             #expect(throws: TimerError.invalidInterval(interval)) {
                 try LoopTimer(after: .seconds(1), repeating: interval) { _, _ in }
             }
             #expect(throws: TimerError.invalidInterval(interval)) {
-                try LoopTimer(fireAt: .seconds(1), repeating: interval) { _, _ in }
+                try LoopTimer(fireAt: at(.seconds(1)), repeating: interval) { _, _ in }
+            }
+            #expect(throws: TimerError.invalidInterval(interval)) {
+                try TimerTicks(every: interval, on: loop)
             }
             #expect(throws: TimerError.invalidInterval(interval)) {
                 try loop.schedule(after: .seconds(1), repeating: interval) { _, _ in }
@@ -108,7 +117,7 @@ struct TimerErrorTests {
         for timer in [unscheduled, cancelled] {
             #expect(throws: TimerError.invalidated) { try loop.add(timer) }
             #expect(throws: TimerError.invalidated) { try loop.add(timer, in: [.tracking, .common]) }
-            #expect(throws: TimerError.invalidated) { try timer.setFireDate(.seconds(3)) }
+            #expect(throws: TimerError.invalidated) { try timer.setFireDate(at(.seconds(3))) }
             #expect(throws: TimerError.invalidated) { try timer.setTolerance(.seconds(1)) }
             #expect(throws: TimerError.invalidated) { try timer.setInterval(.seconds(1)) }
             #expect(!timer.isValid)
@@ -121,7 +130,7 @@ struct TimerErrorTests {
         let oneShot = try other.schedule(after: .seconds(1)) { _, _ in }
         try other.advance(by: .seconds(1))
         #expect(throws: TimerError.invalidated) { try other.add(oneShot) }
-        #expect(throws: TimerError.invalidated) { try oneShot.setFireDate(.seconds(9)) }
+        #expect(throws: TimerError.invalidated) { try oneShot.setFireDate(at(.seconds(9))) }
         #expect(other.statistics.pending == 0)
         try bystanders.expectStillFire()
     }
@@ -172,12 +181,12 @@ struct TimerErrorTests {
         let loop = try TimerLoop.manual()
         let bystanders = try Bystanders(on: loop)
         let results = Locked<[String]>([])
-        let probe: LoopTimer.Action = { _, _ in
+        let probe: LoopTimer<MonotonicClock>.Action = { _, _ in
             do throws(TimerError) {
                 try loop.advance(by: .seconds(1))
                 results.withLock { $0.append("advanced") }
             } catch {
-                results.withLock { $0.append("\(error == .busy ? "busy" : "\(error)")@\(loop.now())") }
+                results.withLock { $0.append("\(error == .busy ? "busy" : "\(error)")@\(loop.time)") }
             }
         }
         try loop.schedule(after: .seconds(1), probe)
@@ -187,7 +196,7 @@ struct TimerErrorTests {
         #expect(results.value == ["busy@0.0 seconds"])
         #expect(try loop.advance(by: .seconds(1)) == 1)
         #expect(results.value == ["busy@0.0 seconds", "busy@1.0 seconds"])
-        #expect(loop.now() == .seconds(1))
+        #expect(loop.time == .seconds(1))
         byHand.invalidate()
         try bystanders.expectStillFire()
     }
@@ -211,18 +220,19 @@ struct TimerErrorTests {
         #expect(throws: TimerError.tooManyModes(extra)) { try loop.addCommonMode(extra) }
         #expect(throws: TimerError.tooManyModes(extra)) { try loop.runOnce(mode: extra, waiting: false) }
         #expect(throws: TimerError.tooManyModes(extra)) {
-            try loop.schedule(after: .seconds(1), in: [.default, extra]) { _, _ in }
+            try loop.schedule(after: .seconds(1), in: extra) { _, _ in }
         }
+        #expect(throws: TimerError.tooManyModes(extra)) { try loop.add(unscheduled, in: [.default, extra]) }
         #expect(throws: TimerError.tooManyModes(extra)) { try loop.add(unscheduled, forMode: extra) }
         #expect(throws: TimerError.tooManyModes(extra)) { try loop.add(bystanders.timers[0], forMode: extra) }
         #expect(unscheduled.isValid)
         #expect(unscheduled.fireDate == nil)
-        #expect(loop.now() == .zero)
+        #expect(loop.time == .zero)
         bystanders.expectUntouched(after: "a 33rd mode")
         // The 32 known modes still work, and so does the refused timer.
         try loop.advance(by: .zero, mode: modes[29])
         try loop.add(unscheduled, forMode: modes[29])
-        #expect(unscheduled.fireDate == .seconds(1))
+        #expect(unscheduled.fireDate?.offset == .seconds(1))
         unscheduled.invalidate()
         try bystanders.expectStillFire()
     }
@@ -235,7 +245,7 @@ struct TimerErrorTests {
         #expect(throws: TimerError.notARunMode(.common)) { try loop.run(mode: .common) }
         #expect(throws: TimerError.notARunMode(.common)) { try loop.runOnce(mode: .common, waiting: false) }
         #expect(throws: TimerError.notARunMode(.common)) { try loop.addCommonMode(.common) }
-        #expect(loop.now() == .zero)
+        #expect(loop.time == .zero)
         bystanders.expectUntouched(after: "running .common")
         try bystanders.expectStillFire()
 
@@ -252,29 +262,43 @@ struct TimerErrorTests {
         let timer = try loop.schedule(after: .seconds(3600)) { _, _ in }
         let fireDate = timer.fireDate
         #expect(throws: TimerError.notManual) { try loop.advance(by: .seconds(1)) }
-        for clock in CoreClock.allCases {
-            #expect(throws: TimerError.notManual) { try loop.setManualTime(clock, to: .seconds(1)) }
-        }
+        #expect(throws: TimerError.notManual) { try loop.setManualTime(to: at(.seconds(1))) }
+        #expect(throws: TimerError.notManual) { try loop.setManualTime(to: BootClock.Instant(offset: .seconds(1))) }
+        #expect(throws: TimerError.notManual) { try loop.setManualTime(to: WallClock.Instant(offset: .seconds(1))) }
         #expect(timer.fireDate == fireDate)
         #expect(loop.statistics.pending == 1)
         #expect(try TimerLoop.manual().isManual)
         timer.invalidate()
     }
 
-    @Test("core: a negative advance and a manual clock moved backwards are EINVAL")
-    func coreErrors() throws {
+    @Test("system: a negative advance and a manual clock moved backwards are EINVAL")
+    func systemErrors() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(10))
         let bystanders = try Bystanders(on: loop)
-        #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_advance"))) {
+        #expect(throws: TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))) {
             try loop.advance(by: .nanoseconds(-1))
         }
-        for clock in [CoreClock.monotonic, .boot] {
-            #expect(throws: TimerError.core(CoreError(code: 22, function: "tk_loop_set_manual_time"))) {
-                try loop.setManualTime(clock, to: .seconds(9))
-            }
-        }
-        #expect(loop.now() == .seconds(10))
+        let setTime = TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_set_manual_time"))
+        #expect(throws: setTime) { try loop.setManualTime(to: at(.seconds(9))) }
+        #expect(throws: setTime) { try loop.setManualTime(to: BootClock.Instant(offset: .seconds(9))) }
+        #expect(loop.time == .seconds(10))
         bystanders.expectUntouched(after: "EINVAL")
+        try bystanders.expectStillFire()
+    }
+
+    @Test("noModes: an empty list of modes has its own error, and changes nothing")
+    func noModes() throws {
+        let loop = try TimerLoop.manual()
+        let bystanders = try Bystanders(on: loop)
+        let unscheduled = try LoopTimer(after: .seconds(1)) { _, _ in }
+        #expect(throws: TimerError.noModes) { try loop.add(unscheduled, in: []) }
+        #expect(throws: TimerError.noModes) { try loop.add(bystanders.timers[0], in: []) }
+        #expect(unscheduled.isValid)
+        #expect(unscheduled.fireDate == nil)
+        bystanders.expectUntouched(after: "an empty mode list")
+        try loop.add(unscheduled, in: [.default])
+        #expect(unscheduled.fireDate?.offset == .seconds(1))
+        unscheduled.invalidate()
         try bystanders.expectStillFire()
     }
 
@@ -283,13 +307,13 @@ struct TimerErrorTests {
         let errors: [TimerError] = [
             .invalidInterval(.seconds(-2)), .negativeTolerance(.milliseconds(-3)), .invalidated,
             .scheduledOnAnotherLoop, .busy, .tooManyModes("modal"), .notARunMode(.common), .notManual,
-            .core(CoreError(code: 12, function: "tk_loop_schedule")),
+            .system(SystemError(errno: .noMemory, function: "tk_loop_schedule")), .noModes,
         ]
         let descriptions = errors.map(\.description)
         #expect(Set(descriptions).count == errors.count)
         #expect(descriptions[0].contains("-2.0 seconds"))
         #expect(descriptions[5].contains("modal"))
         #expect(descriptions[6].contains("common"))
-        #expect(descriptions[8] == "tk_loop_schedule failed: errno 12")
+        #expect(descriptions[8] == "tk_loop_schedule failed: Cannot allocate memory (ENOMEM)")
     }
 }

@@ -15,7 +15,7 @@ import TimerKit
 /// The facade side: the real loop, its timers, and the same action scripts.
 private final class RealSide: @unchecked Sendable {
     let loop: TimerLoop
-    private(set) var timers: [LoopTimer] = []
+    private(set) var timers: [AnyLoopTimer] = []
     private(set) var log: [Event] = []
     var snapshot: [Int] = []
     private var generators: [SeededGenerator] = []
@@ -43,13 +43,13 @@ private final class RealSide: @unchecked Sendable {
         switch op {
         case .schedule(let spec):
             let n = timers.count
-            if spec.viaLoopSchedule && !spec.absolute {
-                let timer = try loop.schedule(
-                    after: .nanoseconds(spec.delay),
-                    repeating: spec.repeats ? .nanoseconds(spec.interval) : nil,
-                    tolerance: .nanoseconds(spec.tolerance), clock: spec.clock,
-                    in: spec.modes.map(\.mode), action(for: n))
-                register(timer)
+            // TimerLoop.schedule takes one mode (or the common modes).
+            if spec.viaLoopSchedule && !spec.absolute && spec.modes.count == 1 {
+                switch spec.clock {
+                case .monotonic: register(try schedule(spec, MonotonicClock(), n))
+                case .boot: register(try schedule(spec, BootClock(), n))
+                case .wall: register(try schedule(spec, WallClock(), n))
+                }
             } else {
                 let timer = try make(spec)
                 try add(timer, spec.modes)
@@ -63,9 +63,12 @@ private final class RealSide: @unchecked Sendable {
         case .invalidate(let n):
             timers[n].invalidate()
         case .setFireDate(let n, let offset):
-            let timer = timers[n]
-            try timer.setFireDate(
-                .nanoseconds(saturating(loop.now(timer.clock).nanosecondCount, offset)))
+            switch timers[n] {
+            case let timer as LoopTimer<MonotonicClock>: try setFireDate(timer, offset)
+            case let timer as LoopTimer<BootClock>: try setFireDate(timer, offset)
+            case let timer as LoopTimer<WallClock>: try setFireDate(timer, offset)
+            default: preconditionFailure("a timer of another clock")
+            }
         case .setTolerance(let n, let tolerance):
             try timers[n].setTolerance(.nanoseconds(tolerance))
         case .setInterval(let n, let interval):
@@ -80,7 +83,24 @@ private final class RealSide: @unchecked Sendable {
         return .done
     }
 
-    private func add(_ timer: LoopTimer, _ modes: [ModeChoice]) throws(TimerError) {
+    private func schedule<Clock: KernelClock>(_ spec: TimerSpec, _ clock: Clock, _ n: Int)
+        throws(TimerError) -> LoopTimer<Clock>
+    {
+        try loop.schedule(
+            after: .nanoseconds(spec.delay),
+            repeating: spec.repeats ? .nanoseconds(spec.interval) : nil,
+            tolerance: .nanoseconds(spec.tolerance), clock: clock,
+            in: spec.modes[0].mode, action(for: n))
+    }
+
+    private func setFireDate<Clock: KernelClock>(_ timer: LoopTimer<Clock>, _ offset: Int64)
+        throws(TimerError)
+    {
+        let now = loop.now(Clock()).offset.nanosecondCount
+        try timer.setFireDate(Clock.Instant(offset: .nanoseconds(saturating(now, offset))))
+    }
+
+    private func add(_ timer: AnyLoopTimer, _ modes: [ModeChoice]) throws(TimerError) {
         // add(_:forMode: .common) has a test of its own (LoopModeTests).
         if modes.count == 1 && modes[0] != .common {
             try loop.add(timer, forMode: modes[0].mode)
@@ -89,37 +109,48 @@ private final class RealSide: @unchecked Sendable {
         }
     }
 
-    private func make(_ spec: TimerSpec) throws(TimerError) -> LoopTimer {
-        let interval: Duration? = spec.repeats ? .nanoseconds(spec.interval) : nil
-        let action = action(for: timers.count)
-        let timer: LoopTimer
-        if spec.absolute {
-            let date = saturating(loop.now(spec.clock).nanosecondCount, spec.delay)
-            timer = try LoopTimer(
-                fireAt: .nanoseconds(date), repeating: interval,
-                tolerance: .nanoseconds(spec.tolerance), clock: spec.clock, action)
-        } else {
-            timer = try LoopTimer(
-                after: .nanoseconds(spec.delay), repeating: interval,
-                tolerance: .nanoseconds(spec.tolerance), clock: spec.clock, action)
+    private func make(_ spec: TimerSpec) throws(TimerError) -> AnyLoopTimer {
+        let timer: AnyLoopTimer
+        switch spec.clock {
+        case .monotonic: timer = try make(spec, MonotonicClock())
+        case .boot: timer = try make(spec, BootClock())
+        case .wall: timer = try make(spec, WallClock())
         }
         register(timer)
         return timer
     }
 
-    private func register(_ timer: LoopTimer) {
+    private func make<Clock: KernelClock>(_ spec: TimerSpec, _ clock: Clock)
+        throws(TimerError) -> LoopTimer<Clock>
+    {
+        let interval: Duration? = spec.repeats ? .nanoseconds(spec.interval) : nil
+        let action: LoopTimer<Clock>.Action = action(for: timers.count)
+        if spec.absolute {
+            let date = saturating(loop.now(clock).offset.nanosecondCount, spec.delay)
+            return try LoopTimer(
+                fireAt: Clock.Instant(offset: .nanoseconds(date)), repeating: interval,
+                tolerance: .nanoseconds(spec.tolerance), action)
+        }
+        return try LoopTimer(
+            after: .nanoseconds(spec.delay), repeating: interval,
+            tolerance: .nanoseconds(spec.tolerance), clock: clock, action)
+    }
+
+    private func register(_ timer: AnyLoopTimer) {
         timers.append(timer)
         generators.append(SeededGenerator(seed: actionSeed(seed, timers.count - 1)))
     }
 
-    private func action(for n: Int) -> LoopTimer.Action {
-        { [unowned self] timer, missed in self.fired(n, timer, missed) }
+    private func action<Clock: TimerClock>(for n: Int) -> LoopTimer<Clock>.Action {
+        { [unowned self] timer, missed in
+            self.fired(n, timer, missed, fireDate: timer.fireDate?.offset.nanosecondCount)
+        }
     }
 
-    private func fired(_ n: Int, _ timer: LoopTimer, _ missed: UInt64) {
+    private func fired(_ n: Int, _ timer: AnyLoopTimer, _ missed: UInt64, fireDate: Int64?) {
         log.append(.fired(
-            timer: timer === timers[n] ? n : -1, now: loop.now().nanosecondCount,
-            missed: missed, valid: timer.isValid, fireDate: timer.fireDate?.nanosecondCount,
+            timer: timer === timers[n] ? n : -1, now: loop.time.nanosecondCount,
+            missed: missed, valid: timer.isValid, fireDate: fireDate,
             pending: loop.statistics.pending))
         actionDepth += 1
         defer { actionDepth -= 1 }
@@ -175,6 +206,16 @@ private func nextOperation(
     default: delta = rng.time(upTo: 150)
     }
     return .advance(delta, rng.runMode())
+}
+
+/// A timer's fire date on its own clock, in nanoseconds.
+private func fireDateNanoseconds(_ timer: AnyLoopTimer) -> Int64? {
+    switch timer {
+    case let timer as LoopTimer<MonotonicClock>: timer.fireDate?.offset.nanosecondCount
+    case let timer as LoopTimer<BootClock>: timer.fireDate?.offset.nanosecondCount
+    case let timer as LoopTimer<WallClock>: timer.fireDate?.offset.nanosecondCount
+    default: preconditionFailure("a timer of another clock")
+    }
 }
 
 @Suite("TimerLoop against a reference model")
@@ -237,7 +278,7 @@ struct TimerLoopModelTests {
             let created = Array(timersBefore..<model.timers.count)
             for n in known + recentlyDead + created {
                 let timer = real.timers[n]
-                let fireDate = timer.fireDate?.nanosecondCount
+                let fireDate = fireDateNanoseconds(timer)
                 if timer.isValid != model.isValid(n) || fireDate != model.fireDate(n)
                     || timer.isWaitingForMode != model.isWaitingForMode(n)
                 {
@@ -252,11 +293,11 @@ struct TimerLoopModelTests {
             }
             let stats = loop.statistics
             if stats.pending != model.pending || stats.fired != model.fired
-                || stats.wakeups != model.wakeups || loop.now().nanosecondCount != model.now
+                || stats.wakeups != model.wakeups || loop.time.nanosecondCount != model.now
             {
                 fail("""
                     facade pending \(stats.pending) fired \(stats.fired) wakeups \(stats.wakeups) \
-                    now \(loop.now()); model pending \(model.pending) fired \(model.fired) \
+                    now \(loop.time); model pending \(model.pending) fired \(model.fired) \
                     wakeups \(model.wakeups) now \(model.now)
                     """)
                 return

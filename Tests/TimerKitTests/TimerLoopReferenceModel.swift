@@ -69,7 +69,7 @@ struct TimerSpec: Equatable {
     var delay: Int64
     var absolute: Bool
     var tolerance: Int64
-    var clock: CoreClock
+    var clock: ClockID
     var modes: [ModeChoice]
     /// Use TimerLoop.schedule rather than LoopTimer.init + TimerLoop.add.
     var viaLoopSchedule: Bool
@@ -477,7 +477,7 @@ final class ModelLoop {
 
     private func advance(_ delta: Int64, _ mode: ModeChoice) throws(TimerError) -> Int {
         guard delta >= 0 else {
-            throw .core(CoreError(code: 22, function: "tk_loop_advance"))  // EINVAL
+            throw .system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))
         }
         guard busy == 0 else { throw .busy }
         busy += 1

@@ -35,7 +35,7 @@ struct TimerLoopStressTests {
         let perThread = 2_500
         let total = threadCount * perThread
         let records = Locked([Record](repeating: Record(), count: total))
-        let timers = Locked([LoopTimer?](repeating: nil, count: total))
+        let timers = Locked([LoopTimer<MonotonicClock>?](repeating: nil, count: total))
         let errors = Locked<[TimerError]>([])
 
         runThreads(threadCount) { thread in
@@ -103,7 +103,7 @@ struct TimerLoopStressTests {
         let records = Locked([Record](repeating: Record(), count: total))
         // Every timer stays referenced here, so that only the ordering is tested
         // (the next test lets go of them).
-        let timers = Locked([LoopTimer?](repeating: nil, count: total))
+        let timers = Locked([LoopTimer<MonotonicClock>?](repeating: nil, count: total))
 
         runThreads(threadCount) { thread in
             var rng = SeededGenerator(seed: seed &+ 1_000 &+ UInt64(thread))
@@ -149,7 +149,7 @@ struct TimerLoopStressTests {
                 var rng = SeededGenerator(seed: seed &+ 2_000 &+ UInt64(thread))
                 for _ in 0..<2_000 {
                     let interval = Duration.microseconds(rng.within(5...50))
-                    var timer: LoopTimer? = try? loop.schedule(
+                    var timer: LoopTimer<MonotonicClock>? = try? loop.schedule(
                         after: repeating ? .zero : interval, repeating: repeating ? interval : nil
                     ) { _, _ in }
                     sleepThread(.microseconds(rng.within(0...100)))

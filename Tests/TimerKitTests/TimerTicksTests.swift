@@ -1,42 +1,57 @@
 import Testing
 import TimerKit
 
-// TimerTicks: an AsyncSequence of ticks from a repeating timer that merges
-// ticks a slow consumer missed, and ends when the iterating task is cancelled.
+// TimerTicks: an AsyncSequence of ticks from a repeating timer per iterator,
+// which merges ticks a slow consumer missed, stamps each tick with its grid
+// instant, and ends when the iterating task is cancelled.
 
-@Suite("TimerTicks")
+@Suite("TimerTicks", .timeLimit(.minutes(2)))
 struct TimerTicksTests {
-    @Test("ticks on a real loop, and the timer goes when the sequence does")
+    @Test("ticks on a real loop, and the timer goes when the iteration does")
     func ticksOnRealLoop() async throws {
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
         var count = 0
+        var previous: MonotonicClock.Instant?
         do {
-            for await tick in try TimerTicks(every: .milliseconds(5), on: loop) {
+            for try await tick in try TimerTicks(every: .milliseconds(5), on: loop) {
                 #expect(tick.missed < 1_000)
+                // Never stamped ahead of the clock; stamps move by whole intervals.
+                #expect(tick.timestamp <= MonotonicClock.now)
+                if let previous {
+                    #expect(tick.timestamp - previous == .milliseconds(5) * Int(tick.missed + 1))
+                }
+                previous = tick.timestamp
                 count += 1
                 if count == 3 { break }
             }
         }
         #expect(count == 3)
-        // The sequence and its iterator are gone, so is the timer (a tick being
-        // delivered right now may hold it a moment longer).
+        // The iterator is gone, so is its timer (a tick being delivered right
+        // now may hold it a moment longer).
         #expect(await waitUntilAsync { loop.statistics.pending == 0 })
     }
 
-    @Test("on a manual loop each interval gives one tick with nothing missed")
+    @Test("on a manual loop each interval gives one tick, stamped with its grid instant")
     func ticksOnManualLoop() async throws {
-        let loop = try TimerLoop.manual()
+        let loop = try TimerLoop.manual(startingAt: .seconds(100))
         let ticks = try TimerTicks(every: .seconds(1), on: loop)
-        for _ in 0..<3 {
-            // Whether the consumer already waits or not, one fire is one tick.
-            let next = Task {
-                var iterator = ticks.makeAsyncIterator()
-                return await iterator.next()
+        let received = Locked<[MonotonicClock.Instant]>([])
+        let consumer = Task {
+            for try await tick in ticks {
+                #expect(tick.missed == 0)
+                let count = received.withLock { $0.append(tick.timestamp); return $0.count }
+                if count == 3 { break }
             }
-            #expect(try loop.advance(by: .seconds(1)) == 1)
-            #expect(await next.value?.missed == 0)
         }
+        #expect(await waitUntilAsync { loop.statistics.pending == 1 }, "the iterator's timer")
+        for round in 1...3 {
+            // Whether the consumer already waits or not, one fire is one tick.
+            #expect(try loop.advance(by: .seconds(1)) == 1)
+            #expect(await waitUntilAsync { received.value.count == round })
+        }
+        try await consumer.value
+        #expect(received.value.map(\.offset) == [.seconds(101), .seconds(102), .seconds(103)])
     }
 
     @Test("a slow consumer gets one tick with the ticks it missed counted")
@@ -44,46 +59,90 @@ struct TimerTicksTests {
         let loop = try TimerLoop.manual()
         let ticks = try TimerTicks(every: .seconds(1), on: loop)
         var iterator = ticks.makeAsyncIterator()
+        #expect(loop.statistics.pending == 1, "the iterator schedules its timer when made")
 
-        // Five fires while nobody consumes: one tick, four missed.
+        // Five fires while nobody consumes: one tick, four missed, stamped 5 s.
         #expect(try loop.advance(by: .seconds(5)) == 5)
-        #expect(await iterator.next()?.missed == 4)
+        let first = try await iterator.next()
+        #expect(first?.missed == 4)
+        #expect(first?.timestamp == at(.seconds(5)))
 
         // Fires the loop skipped (the timer waited for its mode) add up too:
         // ticks at 6 s and 7 s held, then one fire at 10 s standing for 8, 9, 10 s.
         try loop.advance(by: .seconds(2))
         try loop.advance(by: .seconds(3), mode: .tracking)
         try loop.advance(by: .zero)
-        #expect(await iterator.next()?.missed == 4)
+        let second = try await iterator.next()
+        #expect(second?.missed == 4)
+        #expect(second?.timestamp == at(.seconds(10)))
+    }
 
-        let next = Task {
-            var iterator = ticks.makeAsyncIterator()
-            return await iterator.next()
+    @Test("two tasks iterating one sequence each get every tick of a timer of their own")
+    func twoIterators() async throws {
+        let loop = try TimerLoop.manual()
+        let ticks = try TimerTicks(every: .seconds(1), on: loop)
+        let received = Locked<[Int: [Duration]]>([:])
+        let consumers = (0..<2).map { index in
+            Task {
+                for try await tick in ticks {
+                    #expect(tick.missed == 0)
+                    let count = received.withLock { received in
+                        received[index, default: []].append(tick.timestamp.offset)
+                        return received[index]!.count
+                    }
+                    if count == 3 { break }
+                }
+            }
         }
-        try loop.advance(by: .seconds(1))
-        #expect(await next.value?.missed == 0)
+        #expect(await waitUntilAsync { loop.statistics.pending == 2 }, "one timer per iterator")
+        for round in 1...3 {
+            #expect(try loop.advance(by: .seconds(1)) == 2)
+            #expect(await waitUntilAsync {
+                received.value.values.allSatisfy { $0.count == round } && received.value.count == 2
+            })
+        }
+        for consumer in consumers { try await consumer.value }
+        #expect(received.value[0] == [.seconds(1), .seconds(2), .seconds(3)])
+        #expect(received.value[1] == [.seconds(1), .seconds(2), .seconds(3)])
+        #expect(await waitUntilAsync { loop.statistics.pending == 0 })
     }
 
     @Test("the sequence ends when the iterating task is cancelled, and the timer goes")
     func endsOnCancellation() async throws {
         let loop = try TimerLoop.manual()
-        let ticks = try TimerTicks(every: .seconds(1), on: loop, in: [.common])
+        let ticks = try TimerTicks(every: .seconds(1), on: loop, in: .common)
         let consumer = Task {
             var received = 0
-            for await _ in ticks { received += 1 }
+            for try await _ in ticks { received += 1 }
             return received
         }
+        #expect(await waitUntilAsync { loop.statistics.pending == 1 })
         try loop.advance(by: .seconds(1))
-        #expect(loop.statistics.pending == 1)
         consumer.cancel()
         // The tick delivered before the cancellation is still consumed.
-        #expect(await consumer.value == 1)
+        #expect(try await consumer.value == 1)
         #expect(loop.statistics.pending == 0)
         #expect(try loop.advance(by: .seconds(5)) == 0)
     }
 
-    @Test("invalid intervals and tolerances are refused")
-    func errors() throws {
+    @Test("ticks on a boot-clock timer and on a ManualClock's loop")
+    func otherClocks() async throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(50))
+        var boot = try TimerTicks(every: .seconds(2), clock: .boot, on: loop).makeAsyncIterator()
+        try loop.setManualTime(to: loop.now(.boot) + .seconds(7))  // a suspend: boot moves alone
+        try loop.advance(by: .zero)
+        let tick = try await boot.next()
+        #expect(tick?.timestamp == BootClock.Instant(offset: .seconds(56)))
+        #expect(tick?.missed == 2)
+
+        let clock = try ManualClock()
+        var manual = try TimerTicks(every: .seconds(1), clock: clock).makeAsyncIterator()
+        try clock.advance(by: .seconds(1))
+        #expect(try await manual.next()?.timestamp == ManualClock.Instant(offset: .seconds(1)))
+    }
+
+    @Test("invalid intervals, tolerances and modes are refused")
+    func errors() async throws {
         let loop = try TimerLoop.manual()
         #expect(throws: TimerError.invalidInterval(.zero)) {
             _ = try TimerTicks(every: .zero, on: loop)
@@ -94,6 +153,11 @@ struct TimerTicksTests {
         #expect(throws: TimerError.negativeTolerance(.milliseconds(-1))) {
             _ = try TimerTicks(every: .seconds(1), tolerance: .milliseconds(-1), on: loop)
         }
+        // A mode error surfaces when the iterator's timer is scheduled.
+        for index in 2..<32 { try loop.addCommonMode(LoopMode("mode \(index)")) }
+        let extra = LoopMode("one too many")
+        var refused = try TimerTicks(every: .seconds(1), on: loop, in: extra).makeAsyncIterator()
+        await #expect(throws: TimerError.tooManyModes(extra)) { _ = try await refused.next() }
         #expect(loop.statistics.pending == 0)
     }
 }
@@ -105,7 +169,7 @@ extension SharedLoopTests {
         func ticksOnBackgroundLoop() async throws {
             var count = 0
             do {
-                for await tick in try TimerTicks(every: .milliseconds(5)) {
+                for try await tick in try TimerTicks(every: .milliseconds(5)) {
                     #expect(tick.missed < 1_000)
                     count += 1
                     if count == 3 { break }

@@ -1,9 +1,10 @@
-import CTimerCore
+import CTimerSNTP
 import Glibc
 import Synchronization
 import Testing
 
-@testable import TimerKit
+import TimerKit
+@testable import TrustedTime
 
 /// HTTP Date samples and the calendar arithmetic behind them.
 @Suite("TimeSample and HTTP-date")
@@ -144,15 +145,20 @@ struct TimeSampleTests {
 struct SNTPClientTests {
     @Test("argument and address errors")
     func arguments() {
-        #expect(throws: TrustedTimeError.invalidServerAddress("localhost")) {
-            try SNTPClient.query(server: "localhost", port: 123)
+        for name in ["", "no spaces allowed", "host:123", "[::1]", "a..b"] {
+            #expect(throws: TrustedTimeError.invalidServerName(name)) {
+                try SNTPClient.query(server: name, port: 123)
+            }
         }
         #expect(throws: TrustedTimeError.self) { try SNTPClient.query(server: "127.0.0.1", samples: 0) }
         #expect(throws: TrustedTimeError.self) { try SNTPClient.query(server: "127.0.0.1", samples: 65) }
-        #expect(throws: TrustedTimeError.self) {
-            try SNTPClient.query(server: "127.0.0.1", timeout: .zero)
+        // Below a nanosecond the C core would see no time at all.
+        for timeout in [Duration.zero, .nanoseconds(-1), .nanoseconds(1) / 2] {
+            #expect(throws: TrustedTimeError.invalidArgument(
+                "the timeout must be at least 1 ns, not \(timeout)")) {
+                try SNTPClient.query(server: "127.0.0.1", timeout: timeout)
+            }
         }
-        #expect(throws: TrustedTimeError.self) { try SNTPClient.query(server: "127.0.0.1", port: 0) }
     }
 
     @Test("nothing listening: connection refused, and the clock is unchanged")
@@ -239,7 +245,7 @@ final class FakeSNTPServer: Sendable {
         port = try FakeSNTPServer.bindLoopback(fd)
         let fd = fd
         let offsetNs = offset.trustedNanoseconds
-        try LoopThread.start { [self] in
+        try startThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 512)
             while !stopped.withLock({ $0 }) {
                 var peer = sockaddr_in()
@@ -251,8 +257,7 @@ final class FakeSNTPServer: Sendable {
                         }
                     }
                 }
-                var now: Int64 = 0
-                tk_clock_now(TK_CLOCK_REALTIME, &now)
+                var now = WallClock.now.offset.trustedNanoseconds
                 guard got >= 48 else { continue }
                 var request = tk_sntp_packet()
                 guard tk_sntp_decode(buffer, got, &request) == 0 else { continue }
@@ -264,7 +269,7 @@ final class FakeSNTPServer: Sendable {
                 reply.reference_id = 0x7F00_0001
                 reply.origin_time = request.transmit_time
                 tk_ntp_from_unix_ns(now + offsetNs, &reply.receive_time)
-                tk_clock_now(TK_CLOCK_REALTIME, &now)
+                now = WallClock.now.offset.trustedNanoseconds
                 tk_ntp_from_unix_ns(now + offsetNs, &reply.transmit_time)
                 var out = [UInt8](repeating: 0, count: 48)
                 tk_sntp_encode(&reply, &out, 48)
@@ -298,7 +303,7 @@ final class FakeSNTPServer: Sendable {
                 bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
             }
         }
-        guard bound else { throw TrustedTimeError.system(CoreError(code: errno, function: "bind")) }
+        guard bound else { throw TrustedTimeError.system(SystemError(errno: Errno(rawValue: errno), function: "bind")) }
         return UInt16(bigEndian: address.sin_port)
     }
 

@@ -1,7 +1,8 @@
 import Glibc
 import Testing
 
-@testable import TimerKit
+import TimerKit
+@testable import TrustedTime
 
 /// Saving and restoring a TrustedClock: a restart of the process in the same
 /// boot, a reboot, and files that cannot be used.
@@ -89,7 +90,7 @@ struct TrustedClockPersistenceTests {
         let change = try #require(clock.checkWallClock())
         let bytes = clock.encodedState()
         #expect(bytes.count == 12 + 120 + 3 * 48 + 4)
-        let contents = try StateFile.decode(bytes)
+        let contents = try TrustedClockStateFile.decode(bytes)
         #expect(contents.bootID == readings.bootID)
         #expect(contents.samples == clock.samples)
         #expect(contents.savedAtBoot == readings.boot)
@@ -98,7 +99,7 @@ struct TrustedClockPersistenceTests {
         #expect(contents.pendingChange?.change == change.change)
         #expect(contents.pendingChange?.offset == change.offset)
         #expect(contents.pendingChange?.cause == .check)
-        #expect(StateFile.encode(contents) == bytes)
+        #expect(TrustedClockStateFile.encode(contents) == bytes)
 
         let restarted = TrustedClock(readings: readings)
         #expect(try restarted.restore(encoded: bytes) == .restored(samples: 3))
@@ -112,8 +113,8 @@ struct TrustedClockPersistenceTests {
 
     @Test("the CRC-32 is the standard one")
     func crc() {
-        #expect(StateFile.crc32(Array("123456789".utf8)) == 0xCBF4_3926)
-        #expect(StateFile.crc32([UInt8]()) == 0)
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([UInt8]()) == 0)
     }
 
     /// A clock whose restore must fail with `expected` and change nothing.
@@ -145,7 +146,7 @@ struct TrustedClockPersistenceTests {
     /// `bytes` with the checksum made right again.
     func resealed(_ bytes: [UInt8]) -> [UInt8] {
         var copy = Array(bytes.dropLast(4))
-        let crc = StateFile.crc32(copy)
+        let crc = CRC32.checksum(copy)
         for shift in stride(from: 0, to: 32, by: 8) { copy.append(UInt8((crc >> UInt32(shift)) & 0xFF)) }
         return copy
     }
@@ -216,15 +217,15 @@ struct TrustedClockPersistenceTests {
         zero[4] = 0
         try expectRefused(resealed(zero), .stateFileCorrupt("format version 0"))
         // A sample received before it was sent (sent at := received + 1 s).
-        var contents = try StateFile.decode(bytes)
+        var contents = try TrustedClockStateFile.decode(bytes)
         contents.samples[1].sentAt = contents.samples[1].receivedAt + .seconds(1)
         try expectRefused(
-            StateFile.encode(contents), .stateFileCorrupt("a sample received before it was sent"))
+            TrustedClockStateFile.encode(contents), .stateFileCorrupt("a sample received before it was sent"))
         // Saved "later" than this clock's boot clock reads.
-        contents = try StateFile.decode(bytes)
+        contents = try TrustedClockStateFile.decode(bytes)
         contents.savedAtBoot = contents.savedAtBoot + .seconds(86_400)
         try expectRefused(
-            StateFile.encode(contents),
+            TrustedClockStateFile.encode(contents),
             .stateFileCorrupt("saved later than the boot clock's current reading"))
     }
 
@@ -236,7 +237,7 @@ struct TrustedClockPersistenceTests {
         #expect(throws: TrustedTimeError.stateFileNotFound(directory.file("none"))) {
             try clock.restore(from: directory.file("none"))
         }
-        #expect(throws: TrustedTimeError.system(CoreError(code: ENOENT, function: "open"))) {
+        #expect(throws: TrustedTimeError.system(SystemError(errno: Errno(rawValue: ENOENT), function: "open"))) {
             try clock.save(to: directory.file("no/such/dir/state"))
         }
         #expect(directory.entries().isEmpty)
@@ -257,7 +258,7 @@ struct TrustedClockPersistenceTests {
         #expect(first != second)
         #expect(second == clock.encodedState())
         #expect(directory.entries() == ["state"])
-        #expect(try StateFile.decode(second).samples.count == 4)
+        #expect(try TrustedClockStateFile.decode(second).samples.count == 4)
     }
 
     @Test("the real machine: save, restore in a new clock, same boot id")

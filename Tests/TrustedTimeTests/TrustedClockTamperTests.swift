@@ -1,7 +1,8 @@
 import Synchronization
 import Testing
 
-@testable import TimerKit
+import TimerKit
+@testable import TrustedTime
 
 /// Wall-clock change detection: the "user changed the device
 /// clock" case, with scripted readings and with a manual TimerLoop standing in
@@ -172,7 +173,7 @@ struct TrustedClockTamperTests {
         let monitor = try clock.monitorWallClock(on: loop, checkingEvery: .seconds(60))
         // The "user" sets the clock back an hour; the kernel reports a step.
         readings.stepWall(by: .seconds(-3600))
-        try loop.setManualTime(.wall, to: .seconds(100_000 - 3600))
+        try loop.setManualTime(to: WallClock.Instant(offset: .seconds(100_000 - 3600)))
         try loop.advance(by: .zero)
         try #require(recorder.all.count == 1)
         #expect(recorder.all[0].cause == .clockStep)
@@ -185,7 +186,7 @@ struct TrustedClockTamperTests {
         #expect(recorder.all.last?.change == .seconds(30))
         monitor.stop()
         readings.stepWall(by: .seconds(30))
-        try loop.setManualTime(.wall, to: .seconds(200_000))
+        try loop.setManualTime(to: WallClock.Instant(offset: .seconds(200_000)))
         try loop.advance(by: .seconds(600))
         #expect(recorder.all.count == 2)
         #expect(loop.statistics.pending == 0)

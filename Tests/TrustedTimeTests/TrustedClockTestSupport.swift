@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import TimerKit
+import TrustedTime
 
 /// Clock readings a test moves by hand. Besides the boot, monotonic and wall
 /// clocks it keeps the true time (what a server would say): it advances with
@@ -180,4 +181,23 @@ func trustedTestWrite(_ bytes: [UInt8], to path: String) {
     precondition(fd >= 0, "cannot write \(path)")
     defer { close(fd) }
     _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+}
+
+/// Runs `body` on a new detached thread (for servers that serve a test).
+func startThread(_ body: @escaping @Sendable () -> Void) throws {
+    final class Start: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let start = Unmanaged.passRetained(Start(body))
+    var thread = pthread_t()
+    let result = pthread_create(&thread, nil, { context in
+        Unmanaged<Start>.fromOpaque(context!).takeRetainedValue().body()
+        return nil
+    }, start.toOpaque())
+    guard result == 0 else {
+        start.release()
+        throw SystemError(errno: Errno(rawValue: result), function: "pthread_create")
+    }
+    pthread_detach(thread)
 }

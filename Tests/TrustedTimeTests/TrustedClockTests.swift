@@ -1,7 +1,8 @@
 import Synchronization
 import Testing
 
-@testable import TimerKit
+import TimerKit
+@testable import TrustedTime
 
 /// TrustedClock on scripted readings: the boot, monotonic and wall clocks move
 /// independently, and the server's time (the true time) is known exactly.

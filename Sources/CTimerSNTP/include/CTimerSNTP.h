@@ -9,11 +9,23 @@
  *
  * The pieces can be used alone: NTP timestamp conversion, building a request,
  * decoding and validating a reply, computing delay, offset and error from the
- * four timestamps of an exchange, and a blocking UDP query that does it all.
+ * four timestamps of an exchange, and a blocking UDP query that does it all,
+ * to an address literal or to a host name.
  *
- * Conventions as in CTimerCore.h (it does not need that header): 0 or a negative errno value; times are
- * signed 64-bit nanoseconds (Unix time for wall-clock values); no function
- * aborts on bad input or allocates memory.
+ * Conventions as in CTimerCore.h (it does not need that header): 0 or a
+ * negative errno value; times are signed 64-bit nanoseconds (Unix time for
+ * wall-clock values); no function aborts on bad input.
+ *
+ * Memory: one call allocates, and only in one case: tk_sntp_query given a
+ * host name (anything inet_pton(3) does not read as an IPv4 or IPv6 address)
+ * allocates a lookup record (with a copy of the name), opens an eventfd,
+ * starts a detached helper thread, and getaddrinfo(3) allocates its results.
+ * All of it is freed or closed before tk_sntp_query returns, except after a
+ * lookup that missed the timeout: getaddrinfo cannot be interrupted, so the
+ * helper thread runs on and frees it all when getaddrinfo returns (at the
+ * latest when the resolver's own timeouts run out, see resolv.conf(5)).
+ * Every other function, and tk_sntp_query given an address literal, never
+ * allocates.
  *
  * Errors of a reply (tk_sntp_parse_reply, tk_sntp_query), one errno each, in
  * the order they are checked:
@@ -30,6 +42,25 @@
  *   -ERANGE           stratum above 15;
  *   -EBADMSG          transmit timestamp zero, or earlier than the receive
  *                     timestamp.
+ *
+ * Errors of a host name (tk_sntp_query), besides -ETIMEDOUT (see there):
+ *   -EINVAL           not a name: empty, longer than 253 characters (254
+ *                     with a final dot), an empty label ("a..b", ".a") or
+ *                     one longer than 63, or a character other than a
+ *                     letter, digit, '-', '_' or '.' (so "[::1]",
+ *                     "host:123", spaces and non-ASCII; use the IDNA "xn--"
+ *                     form); checked before any lookup;
+ *   -ENXIO            the name does not resolve: no such name, no address
+ *                     for it, no IPv4 or IPv6 address (EAI_NONAME,
+ *                     EAI_NODATA, EAI_FAMILY, EAI_ADDRFAMILY);
+ *   -EAGAIN           temporary failure: the name server did not answer or
+ *                     said to try again (EAI_AGAIN), or no helper thread
+ *                     could be started now (pthread_create's EAGAIN);
+ *   -EREMOTEIO        the name server failed for good (EAI_FAIL: refused,
+ *                     malformed answer);
+ *   -ENOMEM           out of memory (EAI_MEMORY, or the lookup itself);
+ *   -errno            a system error during the lookup (EAI_SYSTEM, e.g.
+ *                     -EMFILE), or of eventfd(2).
  */
 #ifndef CTIMERSNTP_H
 #define CTIMERSNTP_H
@@ -68,6 +99,9 @@ extern "C" {
 
 /** The most `samples` tk_sntp_query takes. */
 #define TK_SNTP_MAX_SAMPLES 64
+
+/** The most addresses of a host name tk_sntp_query tries (the first ones). */
+#define TK_SNTP_MAX_ADDRESSES 8
 
 /**
  * The frequency tolerance RFC 5905 assumes for the local clock (PHI, 15 parts
@@ -144,7 +178,8 @@ typedef struct tk_sntp_result {
     int8_t poll;
     /** For a kiss-of-death (-EACCES): the kiss code, NUL-terminated; else "". */
     char kiss_code[5];
-    /** tk_sntp_query: requests sent and valid replies received. */
+    /** tk_sntp_query: requests sent (to every address tried) and valid
+     *  replies received. */
     uint32_t requests_sent;
     uint32_t replies_accepted;
 } tk_sntp_result;
@@ -252,28 +287,47 @@ int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
  * other over UDP, each waiting at most `timeout_ns` (on the boot clock) for
  * its reply, and keeps the valid reply with the smallest delay.
  *
- * `address` is an IPv4 or IPv6 address literal ("127.0.0.1", "::1"); names
- * are not resolved (resolution blocks and allocates: resolve first). The
- * socket is connected, so datagrams from other addresses are never read.
+ * `address` is an IPv4 or IPv6 address literal ("127.0.0.1", "::1"; no
+ * brackets, no port, no scope "%eth0"), used as is, or a host name
+ * ("localhost", "ntp.example.org"). A name is resolved first, with
+ * getaddrinfo(3) on a helper thread (it allocates: see the top of this
+ * header), within `timeout_ns`; then its addresses (IPv4 and IPv6, in
+ * getaddrinfo's order, duplicates dropped, the first TK_SNTP_MAX_ADDRESSES)
+ * are tried in turn: an address that does not answer its first request
+ * (nothing within `timeout_ns`, a port-unreachable, or a socket error) is
+ * left for the next one; the first address that answers (any datagram that
+ * passes the origin check, valid or not) gets the `samples` requests, and
+ * its outcome is the query's. The last address is asked like a literal.
+ * `port` 0 means TK_SNTP_PORT (123).
+ *
+ * The socket is connected, so datagrams from other addresses are never read.
  * A datagram that is too short or whose origin does not match the request
  * cannot be told apart from a forgery: it is noted and the wait goes on (a
  * late reply to an earlier request of the same query is dropped silently), so
  * a spoofed datagram cannot end a wait. A reply that matches but is rejected
  * (wrong mode, unsynchronised, ...) ends its sample. Interrupted system calls
- * are resumed with the remaining time; nothing is allocated.
+ * are resumed with the remaining time; no signal is used.
  *
- * A kiss-of-death ends the query at once (RFC 4330: stop sending): -EACCES
- * with the code in `result->kiss_code`. Samples are sent back to back: use 1
- * sample with public servers, which rate-limit clients.
+ * A kiss-of-death ends the query at once (RFC 4330: stop sending), whichever
+ * address sent it: -EACCES with the code in `result->kiss_code`. Samples are
+ * sent back to back: use 1 sample with public servers, which rate-limit
+ * clients.
+ *
+ * Time: with a literal, at most `samples` x `timeout_ns`; with a name, at
+ * most `timeout_ns` for the lookup, plus `timeout_ns` for each address left,
+ * plus `samples` x `timeout_ns`.
  *
  * Returns 0 with the best sample in `*result` (also when a later request
- * failed: a valid reply in hand is kept); -EINVAL for NULL, an address
- * that is not a literal, port 0, `timeout_ns` <= 0 or `samples` outside
- * 1..TK_SNTP_MAX_SAMPLES; the errno of socket/connect/send/recv (e.g.
- * -ECONNREFUSED when nothing listens on the port); if no valid reply came,
+ * failed: a valid reply in hand is kept); -EINVAL for NULL, `timeout_ns` <= 0,
+ * `samples` outside 1..TK_SNTP_MAX_SAMPLES, or an `address` that is neither
+ * a literal nor a name; for a name, the lookup's errors (see the top of this
+ * header: -ENXIO, -EAGAIN, -EREMOTEIO, -ENOMEM, -errno) and -ETIMEDOUT if it
+ * did not finish within `timeout_ns` (then `result->requests_sent` is 0);
+ * the errno of socket/connect/send/recv (e.g. -ECONNREFUSED when nothing
+ * listens on the port), of the last address tried; if no valid reply came,
  * the error of the last reply rejected (see the top of this header), or
  * -ETIMEDOUT if no reply came at all. On error, `result->requests_sent` says
- * how many requests went out.
+ * how many requests went out, to every address tried.
  */
 int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,
                   unsigned samples, tk_sntp_result *result);

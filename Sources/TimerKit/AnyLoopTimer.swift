@@ -1,0 +1,268 @@
+import CTimerCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A ``LoopTimer`` of any clock: what every timer can do whatever its clock
+/// (invalidate, fire, change its interval or tolerance), for code that keeps
+/// timers of several clocks together.
+///
+/// Every `AnyLoopTimer` is a `LoopTimer<Clock>`; cast to reach its typed
+/// fire date.
+///
+/// Thread safety: every method may be called from any thread.
+public class AnyLoopTimer: @unchecked Sendable {
+    /// The C core's clock the timer is measured on.
+    public let clockID: ClockID
+
+    /// Whether the timer repeats.
+    public let repeats: Bool
+
+    let state: ThreadLocked<State>
+
+    struct State {
+        /// The loop it is scheduled on, kept alive while it is.
+        var loop: TimerLoop?
+        var id: tk_timer_id = 0
+        var isValid = true
+        var modes: tk_mode_set = 0
+        /// Before scheduling: the delay from being added, or the absolute fire date.
+        var firstFire: Int64
+        var firstFireIsAbsolute: Bool
+        var interval: Int64
+        var tolerance: Int64
+    }
+
+    init(
+        clock: ClockID, firstFire: Int64, absolute: Bool, interval: Duration?, tolerance: Duration
+    ) throws(TimerError) {
+        self.clockID = clock
+        self.repeats = interval != nil
+        self.state = ThreadLocked(State(
+            firstFire: firstFire, firstFireIsAbsolute: absolute,
+            interval: try interval.map(Self.intervalNanoseconds) ?? 0,
+            tolerance: try Self.toleranceNanoseconds(tolerance)))
+    }
+
+    /// A repeating interval in nanoseconds: at least 1 ns, since the core
+    /// reads 0 as "one-shot".
+    static func intervalNanoseconds(_ interval: Duration) throws(TimerError) -> Int64 {
+        let nanoseconds = interval.saturatingNanoseconds
+        guard nanoseconds >= 1 else { throw .invalidInterval(interval) }
+        return nanoseconds
+    }
+
+    /// A tolerance in nanoseconds (a part of a nanosecond counts as none).
+    static func toleranceNanoseconds(_ tolerance: Duration) throws(TimerError) -> Int64 {
+        guard tolerance >= .zero else { throw .negativeTolerance(tolerance) }
+        return tolerance.saturatingNanoseconds
+    }
+
+    // MARK: Reading
+
+    /// Whether the timer can still fire: false once invalidated, and for a
+    /// one-shot timer once it has fired.
+    public var isValid: Bool {
+        state.withLock { $0.isValid }
+    }
+
+    /// The period of a repeating timer; `nil` for a one-shot timer.
+    public var interval: Duration? {
+        state.withLock { $0.interval > 0 ? .nanoseconds($0.interval) : nil }
+    }
+
+    /// The tolerance asked for. (A repeating timer uses at most half its
+    /// interval.)
+    public var tolerance: Duration {
+        state.withLock { .nanoseconds($0.tolerance) }
+    }
+
+    /// Whether the timer came due while its loop ran a mode outside the
+    /// timer's modes, and waits to fire once the loop runs one of them.
+    public var isWaitingForMode: Bool {
+        state.withLock { state in
+            guard let loop = state.loop else { return false }
+            return loop.timerInfo(state.id)?.waiting_for_mode ?? 0 != 0
+        }
+    }
+
+    /// The next fire's deadline on the timer's clock, if it is scheduled.
+    var nextDeadline: Int64? {
+        state.withLock { state in
+            guard state.isValid, let loop = state.loop else { return nil }
+            return loop.timerInfo(state.id)?.deadline_ns
+        }
+    }
+
+    // MARK: Changing
+
+    /// Changes a repeating timer's interval; the next fire stays where it is.
+    /// (A one-shot timer inside its own action has no next fire: use
+    /// `setFireDate(_:)` there.)
+    ///
+    /// - Throws: ``TimerError/invalidInterval(_:)`` for an interval below one
+    ///   nanosecond, or for a one-shot timer; ``TimerError/invalidated``.
+    public func setInterval(_ interval: Duration) throws(TimerError) {
+        guard repeats else { throw .invalidInterval(interval) }
+        let nanoseconds = try Self.intervalNanoseconds(interval)
+        try update(keepingFireDate: true) { $0.interval = nanoseconds }
+    }
+
+    /// Changes the tolerance; the next fire date stays where it is. Throws
+    /// ``TimerError/invalidated`` for a one-shot timer inside its own action,
+    /// which has no next fire date until `setFireDate(_:)` gives it one.
+    ///
+    /// - Throws: ``TimerError/negativeTolerance(_:)``, ``TimerError/invalidated``.
+    public func setTolerance(_ tolerance: Duration) throws(TimerError) {
+        let nanoseconds = try Self.toleranceNanoseconds(tolerance)
+        try update(keepingFireDate: true) { $0.tolerance = nanoseconds }
+    }
+
+    /// Applies `change` and, if the timer is scheduled, reschedules it.
+    func update(keepingFireDate: Bool = false, _ change: (inout State) -> Void)
+        throws(TimerError)
+    {
+        try state.withLock { (state) throws(TimerError) in
+            guard state.isValid else { throw .invalidated }
+            guard let loop = state.loop else { return change(&state) }
+            let info = loop.timerInfo(state.id)
+            if info == nil && keepingFireDate { throw .invalidated }
+            var changed = state
+            change(&changed)
+            if keepingFireDate, let info {
+                changed.firstFire = info.deadline_ns
+                changed.firstFireIsAbsolute = true
+            }
+            var spec = changed.spec(clock: clockID, modes: state.modes)
+            let result = tk_loop_reschedule(loop.handle, state.id, &spec)
+            if result == -ENOENT { throw .invalidated }
+            _ = try TimerError.check(result, "tk_loop_reschedule")
+            state = changed
+        }
+    }
+
+    // MARK: Firing and invalidating
+
+    /// Runs the action now, on the calling thread, with 0 skipped fires. A
+    /// one-shot timer is then done; a repeating timer keeps its schedule. Does
+    /// nothing if the timer is no longer valid.
+    ///
+    /// The corresponding C function is `tk_loop_fire`.
+    public func fire() {
+        let (loop, id, valid) = state.withLock { ($0.loop, $0.id, $0.isValid) }
+        guard valid else { return }
+        if let loop {
+            // -ENOENT: it fired or was invalidated meanwhile; nothing to run.
+            let result = tk_loop_fire(loop.handle, id)
+            if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_fire") }
+            return
+        }
+        runAction(0)
+        if !repeats { invalidate() }
+    }
+
+    /// Stops the timer for good: no call of its action starts after this
+    /// returns, and the loop lets go of it. Idempotent, and safe from any
+    /// thread, including from the timer's own action. (It does not wait: if
+    /// the loop's thread is running the action at that moment, that call
+    /// finishes.)
+    ///
+    /// The corresponding C function is `tk_loop_cancel`.
+    ///
+    /// - Complexity: O(log n) in the loop's pending timers.
+    public func invalidate() {
+        // The C loop holds a reference to this timer and lets go of it (its
+        // release handler) once no callback can be given it any more. An
+        // action already past the validity check in `fired` may finish.
+        let (loop, id) = state.withLock { state in
+            let taken = (state.loop, state.id)
+            state.isValid = false
+            state.loop = nil
+            return taken
+        }
+        guard let loop else { return }
+        // -ENOENT: a one-shot that fired meanwhile; nothing is left to cancel.
+        let result = tk_loop_cancel(loop.handle, id)
+        if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_cancel") }
+    }
+
+    // MARK: The C side
+
+    /// Runs the action (overridden by ``LoopTimer``, which knows its type).
+    func runAction(_ missed: UInt64) {
+        preconditionFailure("every AnyLoopTimer is a LoopTimer")
+    }
+
+    /// Schedules the C timer on `loop` in `modes`, or adds `modes` to a
+    /// scheduled timer's.
+    func schedule(on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+        try state.withLock { (state) throws(TimerError) in
+            guard state.isValid else { throw .invalidated }
+            if let current = state.loop {
+                guard current === loop else { throw .scheduledOnAnotherLoop }
+                let merged = state.modes | modes
+                if merged == state.modes { return }
+                guard let info = loop.timerInfo(state.id) else { throw .invalidated }
+                var changed = state
+                changed.firstFire = info.deadline_ns
+                changed.firstFireIsAbsolute = true
+                var spec = changed.spec(clock: clockID, modes: merged)
+                _ = try TimerError.check(
+                    tk_loop_reschedule(loop.handle, state.id, &spec), "tk_loop_reschedule")
+                state.modes = merged
+                return
+            }
+            var spec = state.spec(clock: clockID, modes: modes)
+            var id: tk_timer_id = 0
+            // The loop's reference, released by the loop's release handler.
+            let context = Unmanaged.passRetained(self)
+            let result = tk_loop_schedule(
+                loop.handle, &spec,
+                { _, id, missed, context in
+                    // The loop holds its reference until this returns.
+                    Unmanaged<AnyLoopTimer>.fromOpaque(context!).takeUnretainedValue()
+                        .fired(id, missed)
+                },
+                context.toOpaque(), &id)
+            if result < 0 {
+                context.release()
+                _ = try TimerError.check(result, "tk_loop_schedule")
+            }
+            state.loop = loop
+            state.id = id
+            state.modes = modes
+        }
+    }
+
+    /// Runs the action for one fire of the C timer `id`, unless the timer was
+    /// invalidated since the C core picked it (from another thread).
+    private func fired(_ id: tk_timer_id, _ missed: UInt64) {
+        guard state.withLock({ $0.isValid }) else { return }
+        runAction(missed)
+        guard !repeats else { return }
+        // A one-shot timer is done unless its action scheduled it again; the
+        // loop releases it when this call returns.
+        state.withLock { state in
+            guard state.id == id, let loop = state.loop else { return }
+            if loop.timerInfo(id) != nil { return }
+            state.isValid = false
+            state.loop = nil
+        }
+    }
+}
+
+extension AnyLoopTimer.State {
+    /// The C spec for this state's next fire.
+    func spec(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
+        tk_timer_spec(
+            clock: clock.rawClock,
+            deadline_ns: firstFire,
+            interval_ns: interval,
+            leeway_ns: tolerance,
+            modes: modes,
+            flags: firstFireIsAbsolute ? UInt32(TK_TIMER_ABSOLUTE) : 0)
+    }
+}

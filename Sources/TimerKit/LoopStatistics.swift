@@ -1,0 +1,23 @@
+import CTimerCore
+
+/// The counters a loop keeps about itself (``TimerLoop/statistics``).
+public struct LoopStatistics: Sendable, Hashable {
+    /// Timers scheduled and not yet fired or invalidated.
+    public var pending: UInt64
+    /// Times the loop woke from waiting (on a manual loop: moved to a wake-up).
+    public var wakeups: UInt64
+    /// Timer callbacks run.
+    public var fired: UInt64
+    /// Times a timerfd was armed.
+    public var arms: UInt64
+    /// Wall-clock steps seen.
+    public var clockChanges: UInt64
+
+    init(_ stats: tk_loop_stats) {
+        pending = stats.pending
+        wakeups = stats.wakeups
+        fired = stats.fired
+        arms = stats.arms
+        clockChanges = stats.clock_changes
+    }
+}

@@ -1,0 +1,69 @@
+/// A clock that TimerKit's timers, sleeps and ticks can be measured on.
+///
+/// Its instants are ``ClockInstant``s of the clock itself, so that a timer's
+/// fire date, a tick's timestamp and a sleep's deadline are typed by their
+/// clock. ``clockID`` says which of the C core's clocks a reading is.
+///
+/// TimerKit's clocks: ``MonotonicClock``, ``BootClock`` and ``WallClock``
+/// (the machine's clocks, see ``KernelClock``) and ``ManualClock`` (a clock
+/// for tests that moves only when told).
+public protocol TimerClock: Clock where Instant == ClockInstant<Self>, Duration == Swift.Duration {
+    /// The C core's clock behind this clock's readings.
+    static var clockID: ClockID { get }
+}
+
+/// One of the machine's clocks, read from the kernel: every instance reads
+/// the same clock, so a new one costs nothing.
+///
+/// One implementation serves all of them: reading the clock (a vDSO call,
+/// no system call), its resolution, and sleeping on TimerKit's own loop,
+/// which honours the tolerance (nearby sleeps share a wake-up; none ends
+/// early) and gives a cancelled sleep's timer back at once.
+public protocol KernelClock: TimerClock {
+    /// The clock. All instances read the same clock.
+    init()
+}
+
+extension KernelClock {
+    /// The current reading, as in `BootClock.now`.
+    public static var now: Instant {
+        Self().now
+    }
+
+    /// The current reading.
+    ///
+    /// - Complexity: O(1); a vDSO read, no system call and no allocation.
+    public var now: Instant {
+        Instant(nanoseconds: Self.clockID.read())
+    }
+
+    /// The clock's resolution as the kernel reports it.
+    public var minimumResolution: Duration {
+        Self.clockID.resolution()
+    }
+
+    /// Suspends until the clock reads `deadline`, at most `tolerance` later.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled first (the
+    ///   sleep's timer leaves the loop at once); ``TimerError`` if TimerKit's
+    ///   sleep loop cannot be started, or stopped because its run failed.
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try await SleepService.shared.sleep(
+            clock: Self.clockID, until: deadline.nanoseconds, tolerance: tolerance)
+    }
+}
+
+extension TimerClock where Self == MonotonicClock {
+    /// The monotonic clock, as in `loop.now(.monotonic)`.
+    public static var monotonic: MonotonicClock { MonotonicClock() }
+}
+
+extension TimerClock where Self == BootClock {
+    /// The boot clock, as in `LoopTimer(after: .seconds(5), clock: .boot) { ... }`.
+    public static var boot: BootClock { BootClock() }
+}
+
+extension TimerClock where Self == WallClock {
+    /// The wall clock, as in `loop.now(.wall)`.
+    public static var wall: WallClock { WallClock() }
+}

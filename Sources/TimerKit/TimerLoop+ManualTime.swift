@@ -1,0 +1,89 @@
+import CTimerCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension TimerLoop {
+    /// Moves a manual loop's clocks forward by `duration`, firing on the
+    /// calling thread, in `mode`, every timer that comes due, exactly as a real
+    /// loop would: in deadline order, each at the time it would have woken the
+    /// loop (its fire date plus tolerance, shared with nearby timers), with
+    /// ``now(_:)`` reading that time inside the callback. Timers scheduled by
+    /// callbacks within the span fire too. Returns the number of callbacks run.
+    ///
+    /// Threads that advance the same loop at once take turns: each call moves
+    /// time by its own `duration` after the one before it has returned.
+    ///
+    /// The corresponding C function is `tk_loop_advance`.
+    ///
+    /// - Throws: ``TimerError/notManual``; ``TimerError/busy`` when called
+    ///   from one of the loop's own callbacks, or while another thread runs
+    ///   the loop with ``run(mode:until:)``; ``TimerError/system(_:)`` with
+    ///   ``Errno/invalidArgument`` for a negative duration.
+    @discardableResult
+    public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
+        guard isManual else { throw .notManual }
+        let index = try modeIndex(mode)
+        return try advancing.take { () throws(TimerError) in
+            Int(try TimerError.check(
+                tk_loop_advance(handle, index, duration.saturatingNanoseconds), "tk_loop_advance"))
+        }
+    }
+
+    /// Sets one of a manual loop's clocks, the one `instant` belongs to. The
+    /// monotonic and boot clocks only move forward (moving only the boot
+    /// clock models a system suspend); the wall clock may jump either way,
+    /// which the next advance or run reports as a clock step.
+    ///
+    /// ```swift
+    /// try loop.setManualTime(to: loop.now(.boot) + .seconds(3600))   // an hour asleep
+    /// ```
+    ///
+    /// The corresponding C function is `tk_loop_set_manual_time`.
+    ///
+    /// - Throws: ``TimerError/notManual``; ``TimerError/system(_:)`` with
+    ///   ``Errno/invalidArgument`` for a monotonic or boot instant earlier
+    ///   than the clock's reading.
+    public func setManualTime<Clock: TimerClock>(to instant: ClockInstant<Clock>) throws(TimerError) {
+        _ = try TimerError.check(
+            tk_loop_set_manual_time(handle, Clock.clockID.rawClock, instant.nanoseconds),
+            "tk_loop_set_manual_time")
+    }
+}
+
+/// Turns for threads that advance a manual loop: one at a time, in the
+/// order the mutex grants. A thread that asks while it holds the turn (a
+/// callback of its own advance) is refused rather than deadlocked.
+final class AdvanceTurn: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        var attributes = pthread_mutexattr_t()
+        SystemError.expectSuccess(-pthread_mutexattr_init(&attributes), "pthread_mutexattr_init")
+        SystemError.expectSuccess(
+            -pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)),
+            "pthread_mutexattr_settype")
+        SystemError.expectSuccess(-pthread_mutex_init(mutex, &attributes), "pthread_mutex_init")
+        SystemError.expectSuccess(-pthread_mutexattr_destroy(&attributes), "pthread_mutexattr_destroy")
+    }
+
+    deinit {
+        SystemError.expectSuccess(-pthread_mutex_destroy(mutex), "pthread_mutex_destroy")
+        mutex.deallocate()
+    }
+
+    /// Runs `body` holding the turn.
+    ///
+    /// - Throws: ``TimerError/busy`` if the calling thread holds it already.
+    func take<Result>(_ body: () throws(TimerError) -> Result) throws(TimerError) -> Result {
+        let locked = pthread_mutex_lock(mutex)
+        if locked == EDEADLK { throw .busy }
+        SystemError.expectSuccess(-locked, "pthread_mutex_lock")
+        defer { SystemError.expectSuccess(-pthread_mutex_unlock(mutex), "pthread_mutex_unlock") }
+        return try body()
+    }
+}

@@ -1,0 +1,78 @@
+import CTimerCore
+
+extension TimerLoop {
+    /// Creates a timer on `clock` and schedules it on this loop in `mode`.
+    ///
+    /// The timer fires `delay` from now (never earlier; at most `tolerance`
+    /// later when the thread is free), then, if `interval` is given, every
+    /// `interval` on the original grid. `action` runs on the loop's thread and
+    /// receives the timer and how many fires were skipped because the loop was
+    /// late by whole intervals.
+    ///
+    /// The loop keeps the timer alive until it is invalidated (a one-shot
+    /// timer: until it has fired), and the timer keeps whatever `action`
+    /// captures: capture `[weak self]` to avoid a retain cycle, or use
+    /// ``LoopTimer/init(after:repeating:tolerance:clock:target:action:)``.
+    ///
+    /// ```swift
+    /// try loop.schedule(after: .seconds(1), repeating: .seconds(1), clock: .boot,
+    ///                   in: .common) { [weak self] timer, _ in
+    ///     guard let self else { return timer.invalidate() }
+    ///     self.tick()
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``TimerError/invalidInterval(_:)``,
+    ///   ``TimerError/negativeTolerance(_:)``, a mode error, or
+    ///   ``TimerError/system(_:)`` if the core cannot take the timer (for
+    ///   example out of memory).
+    /// - Complexity: O(log n) in the loop's pending timers.
+    @discardableResult
+    public func schedule<Clock: TimerClock>(
+        after delay: Duration,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        clock: Clock,
+        in mode: LoopMode = .default,
+        _ action: @escaping LoopTimer<Clock>.Action
+    ) throws(TimerError) -> LoopTimer<Clock> {
+        let timer = try LoopTimer(
+            after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
+        try timer.schedule(on: self, modes: modeSet(mode))
+        return timer
+    }
+
+    /// Creates a timer on the monotonic clock and schedules it on this loop in
+    /// `mode`; see ``schedule(after:repeating:tolerance:clock:in:_:)``.
+    ///
+    /// - Complexity: O(log n) in the loop's pending timers.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        in mode: LoopMode = .default,
+        _ action: @escaping LoopTimer<MonotonicClock>.Action
+    ) throws(TimerError) -> LoopTimer<MonotonicClock> {
+        try schedule(
+            after: delay, repeating: interval, tolerance: tolerance, clock: MonotonicClock(),
+            in: mode, action)
+    }
+
+    /// Schedules `timer` on this loop in `mode`. Adding a scheduled timer in
+    /// another mode adds the mode to its set.
+    ///
+    /// - Throws: ``TimerError/invalidated``, ``TimerError/scheduledOnAnotherLoop``,
+    ///   a mode error, ``TimerError/system(_:)``.
+    public func add(_ timer: AnyLoopTimer, forMode mode: LoopMode = .default) throws(TimerError) {
+        try timer.schedule(on: self, modes: modeSet(mode))
+    }
+
+    /// Schedules `timer` on this loop in every mode of `modes`.
+    ///
+    /// - Throws: ``TimerError/noModes`` for an empty list, and what
+    ///   ``add(_:forMode:)`` throws.
+    public func add(_ timer: AnyLoopTimer, in modes: [LoopMode]) throws(TimerError) {
+        try timer.schedule(on: self, modes: modeSet(modes))
+    }
+}

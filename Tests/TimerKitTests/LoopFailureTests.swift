@@ -1,0 +1,128 @@
+import CTimerCore
+import Glibc
+import Testing
+
+@testable import TimerKit
+
+// When the run of a loop's own thread fails, nothing would ever fire the
+// sleeps and ticks waiting there: they fail with the run's error instead of
+// hanging, and so does every later one. The failures are injected: the
+// thread's run is a stand-in that does real passes until told to fail, or a
+// real tk_loop_run refused because another thread holds the loop.
+
+/// A run for a loop thread: real passes of the loop until `fail` is set, then
+/// the error `code`, as tk_loop_run would return it.
+private final class FailingRun: Sendable {
+    private let failing = Locked(false)
+    let code: Int32
+
+    init(failingWith code: Int32) { self.code = code }
+
+    func run(_ loop: TimerLoop) -> Int32 {
+        while !failing.value {
+            let result = tk_loop_run(loop.handle, TK_MODE_DEFAULT, Int64.max, UInt32(TK_RUN_ONCE))
+            if result < 0 { return result }
+        }
+        return -code
+    }
+
+    /// Makes the run fail at its next pass.
+    func fail(_ loop: TimerLoop) {
+        failing.withLock { $0 = true }
+        loop.wakeUp()
+    }
+}
+
+@Suite("A loop whose run fails", .timeLimit(.minutes(2)))
+struct LoopFailureTests {
+    @Test("sleeps waiting on it fail with the run's error, and so do later ones")
+    func sleepsFail() async throws {
+        let run = FailingRun(failingWith: ENOMEM)
+        let service = SleepService { run.run($0) }
+        let loop = try service.loop.get()
+        let expected = TimerError.system(SystemError(errno: .noMemory, function: "tk_loop_run"))
+
+        // One sleep that ends normally first: the loop works until it fails.
+        try await service.sleep(
+            clock: .monotonic, until: MonotonicClock.now.nanoseconds, tolerance: nil)
+
+        let sleepers = (0..<3).map { index in
+            Task {
+                try await service.sleep(
+                    clock: index == 0 ? .boot : .monotonic,
+                    until: (MonotonicClock.now + .seconds(3600)).nanoseconds, tolerance: nil)
+            }
+        }
+        #expect(await waitUntilAsync { loop.statistics.pending == 3 })
+        #expect(loop.failure == nil)
+        run.fail(loop)
+        for sleeper in sleepers {
+            await #expect(throws: expected) { try await sleeper.value }
+        }
+        #expect(loop.failure == expected)
+        // Their timers were taken back.
+        #expect(loop.statistics.pending == 0)
+        // A later sleep fails at once.
+        await #expect(throws: expected) {
+            try await service.sleep(
+                clock: .boot, until: (BootClock.now + .seconds(3600)).nanoseconds, tolerance: nil)
+        }
+    }
+
+    @Test("ticks waiting on it throw the run's error, and later iterators too")
+    func ticksFail() async throws {
+        let run = FailingRun(failingWith: EBADF)
+        let loop = try TimerLoop()
+        try LoopThread.start(loop) { run.run($0) }
+        let expected = TimerError.system(SystemError(errno: .badFileDescriptor, function: "tk_loop_run"))
+        let ticks = try TimerTicks(every: .seconds(3600), on: loop)
+        let consumer = Task {
+            var count = 0
+            for try await _ in ticks { count += 1 }
+            return count
+        }
+        #expect(await waitUntilAsync { loop.statistics.pending == 1 })
+        run.fail(loop)
+        await #expect(throws: expected) { try await consumer.value }
+        var later = ticks.makeAsyncIterator()
+        await #expect(throws: expected) { _ = try await later.next() }
+    }
+
+    @Test("a real tk_loop_run that fails (the loop is busy on another thread) ends the waits")
+    func realRunFails() async throws {
+        let loop = try TimerLoop()
+        // Another thread runs the loop, so the loop thread's tk_loop_run is
+        // refused with EBUSY the moment it starts.
+        let runner = try TimerLoop.startThread()
+        defer { runner.stop() }
+        let holding = Locked(false)
+        let held = Locked<TimerLoop.RunResult?>(nil)
+        try runner.schedule(after: .zero) { _, _ in
+            holding.withLock { $0 = true }
+            let result = try? loop.run()  // until stopped below
+            held.withLock { $0 = result }
+        }
+        #expect(await waitUntilAsync { holding.value })
+        let ticks = try TimerTicks(every: .seconds(3600), on: loop)
+        var iterator = ticks.makeAsyncIterator()
+        let sleeper = Task {
+            try await Sleeper.sleep(
+                on: loop, clock: .monotonic, until: (MonotonicClock.now + .seconds(3600)).nanoseconds,
+                tolerance: nil)
+        }
+        #expect(await waitUntilAsync { loop.statistics.pending == 2 })
+        try LoopThread.start(loop) { tk_loop_run($0.handle, TK_MODE_DEFAULT, Int64.max, 0) }
+        await #expect(throws: TimerError.busy) { try await sleeper.value }
+        await #expect(throws: TimerError.busy) { _ = try await iterator.next() }
+        #expect(loop.failure == .busy)
+        loop.stop()
+        #expect(await waitUntilAsync { held.value == .stopped })
+    }
+
+    @Test("a loop whose thread is only stopped has no failure")
+    func stoppedIsNoFailure() throws {
+        let loop = try TimerLoop.startThread()
+        loop.stop()
+        #expect(loop.failure == nil)
+    }
+}
