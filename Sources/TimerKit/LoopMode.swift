@@ -9,8 +9,9 @@
 /// ```swift
 /// let loop = try TimerLoop()
 /// let carousel = try loop.schedule(after: .seconds(3), repeating: .seconds(3),
-///                                  in: [.common]) { _, _ in showNextPage() }
-/// try loop.run(mode: .tracking, until: .now + .seconds(1))   // carousel still ticks
+///                                  in: .common) { _, _ in showNextPage(skipping: 0) }
+/// try loop.run(mode: .tracking, for: .seconds(10))   // the carousel still ticks
+/// carousel.invalidate()
 /// ```
 public struct LoopMode: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The mode's name. Two modes with the same name are the same mode.

@@ -93,11 +93,11 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ///
     /// ```swift
     /// final class Carousel: Sendable {
-    ///     let timer = ThreadLocked<LoopTimer<MonotonicClock>?>(nil)
+    ///     let page = Mutex(0)
     ///     init(loop: TimerLoop) throws {
     ///         let timer = try LoopTimer(after: .seconds(3), repeating: .seconds(3),
     ///                                   clock: .monotonic, target: self) { carousel, _, _ in
-    ///             carousel.next()
+    ///             carousel.page.withLock { $0 += 1 }
     ///         }
     ///         try loop.add(timer, forMode: .common)
     ///     }
@@ -134,7 +134,7 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
 
     /// Moves the next fire to `fireDate`. A repeating timer continues every
     /// interval from there. Calling this from a one-shot timer's own action,
-    /// when its loop fired it, schedules it again (after ``fire()`` by hand,
+    /// when its loop fired it, schedules it again (after ``AnyLoopTimer/fire()`` by hand,
     /// a one-shot timer is done first).
     ///
     /// - Throws: ``TimerError/invalidated`` if the timer can no longer fire.

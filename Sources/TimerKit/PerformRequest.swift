@@ -10,6 +10,8 @@ import CTimerCore
 /// request.cancel()
 /// ```
 ///
+/// The target is `self` here, a `Sendable` object with a `hideHint()` method.
+///
 /// Unlike `performSelector:afterDelay:`, a request holds its target weakly: a
 /// pending request never keeps its target alive, and a request whose target is
 /// gone does nothing.

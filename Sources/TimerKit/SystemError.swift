@@ -11,10 +11,14 @@ import Musl
 /// own.
 ///
 /// ```swift
-/// catch TimerError.system(let failure) {
+/// do {
+///     try loop.run()
+/// } catch TimerError.system(let failure) {
 ///     print(failure)            // "tk_loop_run failed: Cannot allocate memory (ENOMEM)"
 ///     print(failure.function)   // "tk_loop_run"
-///     if failure.errno == .noMemory { ... }
+///     if failure.errno == .noMemory { print("out of memory") }
+/// } catch {
+///     print(error)
 /// }
 /// ```
 public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -12,6 +12,7 @@ import Musl
 ///
 /// ```swift
 /// do {
+///     let timer = try LoopTimer(after: .seconds(1)) { _, _ in }
 ///     try loop.add(timer, in: [])
 /// } catch .noModes {
 ///     // an empty mode list

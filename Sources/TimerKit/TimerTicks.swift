@@ -1,7 +1,7 @@
 /// An asynchronous sequence of ticks from a repeating timer on `Clock`.
 ///
 /// ```swift
-/// for try await tick in TimerTicks(every: .seconds(1), tolerance: .milliseconds(100)) {
+/// for try await tick in try TimerTicks(every: .seconds(1), tolerance: .milliseconds(100)) {
 ///     render(remaining: deadline - tick.timestamp, skipped: tick.missed)
 /// }
 /// ```
@@ -47,6 +47,9 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
     /// Ticks every `interval` on `clock`.
     ///
     /// - Parameters:
+    ///   - interval: the time between ticks, at least 1 ns.
+    ///   - tolerance: how late a tick may come to share a wake-up (≥ 0).
+    ///   - clock: the clock the ticks are measured on.
     ///   - loop: the loop to run the timers on; by default TimerKit's
     ///     background loop, or for a ``ManualClock`` its ``ManualClock/loop``.
     ///   - mode: the mode of `loop` the timers tick in.

@@ -18,7 +18,7 @@ package enum AtomicFile {
     /// file larger than `limit`).
     ///
     /// - Throws: the failed call (`open`, `read`), with
-    ///   ``Errno/noSuchFileOrDirectory`` from `open` if there is no file.
+    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file.
     package static func read(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(open(path, O_RDONLY | O_CLOEXEC), "open")

@@ -10,8 +10,21 @@ import TimerKit
 /// an hour, a reboot (a new boot id, the boot clock near zero again).
 ///
 /// ```swift
-/// final class FakeReadings: ClockReadings, @unchecked Sendable { ... }
-/// let clock = TrustedClock(readings: fake)
+/// final class Scenario: ClockReadings {
+///     let now = Mutex((boot: Duration.seconds(100), monotonic: Duration.seconds(100),
+///                      wall: Duration.seconds(1_767_268_800)))
+///     var boot: BootClock.Instant { BootClock.Instant(offset: now.withLock { $0.boot }) }
+///     var monotonic: MonotonicClock.Instant {
+///         MonotonicClock.Instant(offset: now.withLock { $0.monotonic })
+///     }
+///     var wall: Duration { now.withLock { $0.wall } }
+///     var bootID: String? { "4b1e5d50-5c9b-4b3c-8d6e-0a7d3f2e9c11" }
+///     /// The machine sleeps: the boot and wall clocks move, the monotonic one does not.
+///     func suspend(for time: Duration) { now.withLock { $0.boot += time; $0.wall += time } }
+/// }
+/// let scenario = Scenario()
+/// let clock = TrustedClock(readings: scenario)
+/// scenario.suspend(for: .seconds(3600))
 /// ```
 ///
 /// Conforming types must be safe to call from any thread.
@@ -30,7 +43,7 @@ public protocol ClockReadings: Sendable {
 }
 
 extension ClockReadings {
-    /// Sleeps on the real ``BootClock``.
+    /// Sleeps on the real `BootClock`.
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
         try await BootClock().sleep(until: deadline, tolerance: tolerance)
     }

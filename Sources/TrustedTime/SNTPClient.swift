@@ -25,13 +25,15 @@ public struct SNTPMeasurement: Sendable, Hashable {
     public var version: Int
     /// The server's reference id.
     public var referenceID: UInt32
-    /// The server's distance to its reference: root delay and dispersion.
+    /// The server's round trip to its primary reference (root delay).
     public var rootDelay: Duration
+    /// How far the server may be from its primary reference (root dispersion).
     public var rootDispersion: Duration
     /// The server clock's precision.
     public var precision: Duration
-    /// Requests sent and valid replies received.
+    /// Requests sent.
     public var requestsSent: Int
+    /// Valid replies received.
     public var repliesAccepted: Int
 }
 

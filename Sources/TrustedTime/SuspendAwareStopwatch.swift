@@ -9,6 +9,7 @@ import TimerKit
 /// right across a suspend:
 ///
 /// ```swift
+/// var remaining = Duration.seconds(60)
 /// let stopwatch = SuspendAwareStopwatch()
 /// // ... later, on resuming ...
 /// let reading = stopwatch.read()

@@ -4,19 +4,19 @@ import TimerKit
 /// instants when the request was sent and when the reply came back.
 ///
 /// This is how a program that gets the time from its own API server feeds a
-/// ``TrustedClock`` (the flash-sale countdown case): read ``BootClock`` before
+/// ``TrustedClock`` (the flash-sale countdown case): read `BootClock` before
 /// sending the request and after the reply arrives, and pass the server's time
 /// from the reply.
 ///
 /// ```swift
-/// let sent = BootClock().now
-/// let reply = try await api.serverTime()             // your request
-/// let received = BootClock().now
-/// try clock.sync(with: TimeSample(serverTime: .milliseconds(reply.unixMillis),
+/// let sent = BootClock.now
+/// let reply = try await fetchServerTime()             // your request
+/// let received = BootClock.now
+/// try clock.sync(with: TimeSample(serverTime: .milliseconds(reply.milliseconds),
 ///                                 sentAt: sent, receivedAt: received,
 ///                                 serverResolution: .milliseconds(1)))
 /// // or, from the reply's HTTP Date header (1 s resolution):
-/// try clock.sync(with: TimeSample(httpDate: dateHeader, sentAt: sent, receivedAt: received))
+/// try clock.sync(with: TimeSample(httpDate: reply.dateHeader, sentAt: sent, receivedAt: received))
 /// ```
 ///
 /// The server's time is taken to belong to the middle of the round trip

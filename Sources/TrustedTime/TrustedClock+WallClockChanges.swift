@@ -59,11 +59,11 @@ extension TrustedClock {
     /// ``WallClockChange/Cause/check``). A first check is made now.
     ///
     /// This sets `loop`'s one wall-clock-change handler (see
-    /// ``TimerLoop/onWallClockChange(_:)``); code that needs its own handler
+    /// `TimerLoop/onWallClockChange(_:)`); code that needs its own handler
     /// on the same loop should call ``checkWallClock()`` from it instead. The
     /// loop holds the clock weakly.
     ///
-    /// - Throws: ``TimerError`` if the handler or the timer cannot be set.
+    /// - Throws: `TimerError` if the handler or the timer cannot be set.
     @discardableResult
     public func monitorWallClock(on loop: TimerLoop, checkingEvery interval: Duration? = nil)
         throws(TimerError) -> WallClockMonitor

@@ -12,7 +12,7 @@ import TimerKit
 ///
 /// ```swift
 /// let clock = TrustedClock()
-/// try clock.sync(sntpServer: "192.0.2.10")                  // or sync(with: TimeSample(...))
+/// try clock.sync(sntpServer: "time.example.org")            // or sync(with: TimeSample(...))
 /// let now = clock.now                                       // TrustedTime
 /// print(now, now.errorBound!)                               // "2026-...Z ±0.000210s (synced)"
 /// try await clock.sleep(until: saleStart)                   // a server-time deadline
@@ -286,7 +286,7 @@ public final class TrustedClock: Clock, Sendable {
     /// followed. Never returns before ``now`` reaches `deadline`.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
-    ///   ``TimerError`` if TimerKit's loop cannot be started.
+    ///   `TimerError` if TimerKit's loop cannot be started.
     public func sleep(until deadline: TrustedTime, tolerance: Duration? = nil) async throws {
         while true {
             let (now, boot) = reading()

@@ -1,6 +1,6 @@
 import TimerKit
 
-/// Watches the wall clock for a ``TrustedClock`` from a ``TimerLoop`` (see
+/// Watches the wall clock for a ``TrustedClock`` from a `TimerLoop` (see
 /// ``TrustedClock/monitorWallClock(on:checkingEvery:)``).
 public final class WallClockMonitor: Sendable {
     private let loop: TimerLoop

@@ -127,11 +127,11 @@ public enum CoalescingBench {
         let start = monotonicNanoseconds() + 20_000_000
         let log = CoalescingLog(
             first: phases.map { start + $0 }, periods: periods, end: start + duration)
-        var timers: [LoopTimer] = []
+        var timers: [LoopTimer<MonotonicClock>] = []
         timers.reserveCapacity(periods.count)
         for i in periods.indices {
             let timer = try LoopTimer(
-                fireAt: .nanoseconds(start + phases[i]), repeating: .nanoseconds(periods[i]),
+                fireAt: MonotonicClock.Instant(offset: .nanoseconds(start + phases[i])), repeating: .nanoseconds(periods[i]),
                 tolerance: .nanoseconds(Int64(Double(periods[i]) * fraction))
             ) { _, missed in
                 log.fire(i, at: monotonicNanoseconds(), consumed: 1 + Int64(missed))

@@ -274,7 +274,7 @@ final class TimerLoopLateness: LatenessPeer {
         let first = monotonicNanoseconds() + 2 * spec.period
         let round = spec.makeRound(first: first)
         let loop = self.loop
-        let timer = try LoopTimer(fireAt: .nanoseconds(first), repeating: .nanoseconds(spec.period)) { _, missed in
+        let timer = try LoopTimer(fireAt: MonotonicClock.Instant(offset: .nanoseconds(first)), repeating: .nanoseconds(spec.period)) { _, missed in
             let now = monotonicNanoseconds()
             if round.fire(at: now, consumed: 1 + Int64(missed)) { loop.stop() }
         }

@@ -72,7 +72,7 @@ public struct ScheduleSideMaker {
 final class TimerKitScheduleSide: ScheduleSide {
     let name = "TimerKit LoopTimer"
     private let loop: TimerLoop
-    private var pending: [LoopTimer] = []
+    private var pending: [LoopTimer<MonotonicClock>] = []
 
     init() throws { loop = try TimerLoop() }
 
