@@ -231,7 +231,8 @@ const char *tk_strerror(int error);
 
 /**
  * The symbolic name of an errno value, "ENOMEM" for ENOMEM or -ENOMEM, or
- * NULL for a value with no name. Thread-safe; the string is constant.
+ * NULL for a value with no name (and, on a C library other than glibc 2.32
+ * or later, for every value). Thread-safe; the string is constant.
  */
 const char *tk_errno_name(int error);
 
@@ -326,7 +327,10 @@ int tk_loop_wakeup(tk_loop *loop);
  * is stepped. While set, the loop keeps a CLOCK_REALTIME timerfd armed with
  * TFD_TIMER_CANCEL_ON_SET, so a step is seen at once, even with no wall-clock
  * timer scheduled. Wall-clock timers are re-evaluated after a step whether or
- * not a function is set.
+ * not a function is set. Returns 0, -EINVAL for a NULL loop, or, when setting
+ * a function, the negative errno of creating or arming that timerfd (e.g.
+ * -EMFILE), in which case the function set before stays. Clearing cannot
+ * otherwise fail.
  */
 int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
                                      void *context);

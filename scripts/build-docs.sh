@@ -20,6 +20,7 @@ OUTPUT=${1:-build/docs}
 MODULES=(TimerKit TrustedTime)
 passed=0
 failed=0
+mkdir -p build
 
 if ! swift package dump-symbol-graph --minimum-access-level public >build/docs-symbol-graph.log 2>&1; then
     cat build/docs-symbol-graph.log >&2
@@ -58,6 +59,8 @@ for module in "${MODULES[@]}"; do
     undocumented=$(python3 - "$own/$module.symbols.json" <<'PY'
 import json, sys
 graph = json.load(open(sys.argv[1]))
+if not graph["symbols"]:
+    sys.exit("no symbols in " + sys.argv[1])
 for symbol in graph["symbols"]:
     # Synthesized members (Hashable, literal initializers) have no location.
     if symbol.get("docComment") or symbol.get("sourceOrigin") or "location" not in symbol:
@@ -65,7 +68,11 @@ for symbol in graph["symbols"]:
     print("  " + "/".join(symbol["pathComponents"]) + "  (" + symbol["kind"]["displayName"] + ")")
 PY
 )
-    if [ -z "$undocumented" ]; then
+    coverage_status=$?
+    if [ "$coverage_status" -ne 0 ]; then
+        echo "FAIL  $module: could not read the symbol graph (python3 exited $coverage_status)"
+        failed=$((failed + 1))
+    elif [ -z "$undocumented" ]; then
         echo "ok    $module: every public symbol is documented"
         passed=$((passed + 1))
     else

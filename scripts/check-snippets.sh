@@ -8,6 +8,10 @@
 # Each block becomes the body of a method of a class deriving from
 # SnippetContext (Tests/DocSnippets/SnippetContext.swift), which declares the
 # few names the samples take as given (a `loop`, a `render` function, ...).
+# A block gets the imports of the documentation it is in: TimerKit's for
+# TimerKit's docs, TimerKit's and TrustedTime's for TrustedTime's (it is used
+# with TimerKit's clocks) and for the README; any other import (Testing,
+# Synchronization) the block must show itself.
 # All blocks are compiled together to SIL (-emit-sil), so Swift 6's data-race
 # checks apply to them too. A block that is a package manifest (its first
 # line is `// swift-tools-version...`) is built for real instead: a package
@@ -27,8 +31,11 @@ fi
 BUILD=${1:-.build/debug}
 MODULES=$BUILD/Modules
 OUT=build/snippets
-rm -rf "$OUT"
-mkdir -p "$OUT/blocks" "$OUT/manifests"
+# The manifest packages live outside this package: SwiftPM scans the tree of
+# a target rooted at the package folder (the core's), links included.
+PACKAGES=${TMPDIR:-/tmp}/timerkit-snippet-packages
+rm -rf "$OUT" "$PACKAGES"
+mkdir -p "$OUT/blocks" "$PACKAGES"
 
 if [ ! -f "$MODULES/TrustedTime.swiftmodule" ]; then
     echo "check-snippets: $MODULES/TrustedTime.swiftmodule not found: run swift build first" >&2
@@ -94,10 +101,11 @@ for block in "${blocks[@]}"; do
     file=$OUT/Snippet$index.swift
     {
         echo "$origin"
-        echo "import Synchronization"
-        echo "import Testing"
         echo "import TimerKit"
-        echo "import TrustedTime"
+        case "$origin" in
+        "// from Sources/TimerKit/"*) ;;
+        *) echo "import TrustedTime" ;;
+        esac
         grep -E '^import ' <<<"$body"
         if grep -qE '^(extension|protocol) ' <<<"$body"; then
             grep -vE '^import ' <<<"$body"
@@ -139,7 +147,7 @@ fi
 # Manifests: a package beside a copy of the manifest, built for real. The
 # dependency's path is this checkout, reached through a link named TimerKit
 # (a package's identity is the last part of its path).
-ln -sfn "$ROOT" "$OUT/manifests/TimerKit"
+ln -sfn "$ROOT" "$PACKAGES/TimerKit"
 declare -A built=()
 for block in "${manifests[@]+"${manifests[@]}"}"; do
     origin=$(head -n 1 "$block" | sed 's,^// from ,,')
@@ -150,12 +158,12 @@ for block in "${manifests[@]+"${manifests[@]}"}"; do
         if [ "${built[$digest]%% *}" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
         continue
     fi
-    package=$OUT/manifests/$(basename "$block" .swift)
+    package=$PACKAGES/$(basename "$block" .swift)
     name=$(sed -nE 's/.*name: "([^"]+)".*/\1/p' "$block" | head -n 1)
     target=$(grep -A1 -E '\.(executableTarget|target)\(' "$block" | sed -nE 's/.*name: "([^"]+)".*/\1/p' | head -n 1)
     products=$(sed -nE 's/.*\.product\(name: "([^"]+)".*/\1/p' "$block")
     mkdir -p "$package/Sources/$target"
-    tail -n +2 "$block" | sed "s,\"\.\./TimerKit\",\"$ROOT/$OUT/manifests/TimerKit\"," >"$package/Package.swift"
+    tail -n +2 "$block" | sed "s,\"\.\./TimerKit\",\"$PACKAGES/TimerKit\"," >"$package/Package.swift"
     {
         for product in $products; do echo "import $product"; done
         echo 'print("ok")'

@@ -40,7 +40,8 @@ for file in "$EXAMPLE" "$BENCH"; do
 done
 [ ${#CORE[@]} -gt 0 ] || { echo "scripts/run.sh: no sources in Sources/CTimerCore" >&2; exit 1; }
 
-FLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -DNDEBUG -D_GNU_SOURCE -Iinclude -ISources/CTimerCore)
+FLAGS=(-std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -DNDEBUG -D_GNU_SOURCE -Iinclude -ISources/CTimerCore
+    -ITests/CTimerCoreTests)
 mkdir -p build/release
 
 echo "=== building with $CC ${FLAGS[*]}"

@@ -18,6 +18,9 @@
 #           TK_FUZZ_SECONDS each, over copies of their corpora
 #   bench   the core benchmark built with -O2, run with --quick
 #   swift   swift build, swift test
+#   misuse  scripts/check-misuse.sh: Tests/MisuseTests must not compile (or must)
+#   docs    scripts/build-docs.sh: the DocC catalogs, warnings as errors
+#   snippets  scripts/check-snippets.sh: every Swift code block of the docs compiles
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
@@ -95,7 +98,7 @@ install_deps() {
         echo "not a Debian system: not installing packages; the builds will tell what is missing"
         return 0
     fi
-    apt_install_missing gcc libc6-dev binutils coreutils
+    apt_install_missing gcc libc6-dev binutils coreutils python3
     local gcc_major
     gcc_major=$(gcc -dumpversion | cut -d. -f1)
     apt_install_missing "libstdc++-${gcc_major}-dev"
@@ -296,29 +299,35 @@ for source in "${EXAMPLES[@]}"; do
     [ "$RUN_STATUS" -eq 0 ] ||
         fail "example $name exited with status $RUN_STATUS (log: $LOGS/example-$name.log)"
 done
-# A shared build of the core exports only the public tk_ names: the internal
-# tk__ ones are hidden in the sources (TK__INTERNAL), not by -fvisibility.
-for compiler in gcc "$CLANG"; do
-    tag=$(basename "$compiler")
-    library=build/gcc/libctimercore-$tag.so
-    link=()
-    [ "$compiler" = gcc ] || link=("${CLANG_LINK[@]}")
-    echo "--- exports of $library"
-    "$compiler" "${GCC_FLAGS[@]}" -shared -fPIC "${link[@]}" "${CORE[@]}" -lpthread \
-        -o "$library" || fail "$tag could not build the core as a shared library"
-    symbols=$(nm -D --defined-only "$library") || fail "nm could not read $library"
-    # Public: tk_ then a letter or digit (tk__ is internal). The linker's own
-    # names are ignored.
-    stray=$(awk '{ print $NF }' <<<"$symbols" |
-        grep -vxE '_init|_fini|__bss_start|_edata|_end|tk_[a-z0-9][a-z0-9_]*' || true)
-    if [ -n "$stray" ]; then
-        echo "$library exports names that are not public tk_ names:"
-        sed 's/^/    /' <<<"$stray"
-        fail "$tag: the shared core exports $(wc -l <<<"$stray") non-public names: $(tr '\n' ' ' <<<"$stray")"
-    fi
-    echo "$(grep -c ' tk_' <<<"$symbols") names exported, all public tk_ names"
+# A shared build of each C module (the core, the SNTP client) exports only
+# the public tk_ names: the internal tk__ ones are hidden in the sources
+# (TK__INTERNAL), not by -fvisibility. The SNTP client is built with the
+# same strict flags.
+for module in core sntp; do
+    if [ "$module" = core ]; then sources=("${CORE[@]}"); else sources=("${SNTP[@]}"); fi
+    for compiler in gcc "$CLANG"; do
+        tag=$(basename "$compiler")
+        library=build/gcc/libctimer$module-$tag.so
+        link=()
+        [ "$compiler" = gcc ] || link=("${CLANG_LINK[@]}")
+        echo "--- exports of $library"
+        "$compiler" "${GCC_FLAGS[@]}" -ISources/CTimerSNTP/include -shared -fPIC "${link[@]}" \
+            "${sources[@]}" -lpthread -o "$library" ||
+            fail "$tag could not build the $module module as a shared library"
+        symbols=$(nm -D --defined-only "$library") || fail "nm could not read $library"
+        # Public: tk_ then a letter or digit (tk__ is internal). The linker's
+        # own names are ignored.
+        stray=$(awk '{ print $NF }' <<<"$symbols" |
+            grep -vxE '_init|_fini|__bss_start|_edata|_end|tk_[a-z0-9][a-z0-9_]*' || true)
+        if [ -n "$stray" ]; then
+            echo "$library exports names that are not public tk_ names:"
+            sed 's/^/    /' <<<"$stray"
+            fail "$tag: the shared $module module exports $(wc -l <<<"$stray") non-public names: $(tr '\n' ' ' <<<"$stray")"
+        fi
+        echo "$(grep -c ' tk_' <<<"$symbols") names exported, all public tk_ names"
+    done
 done
-end_stage "${#EXAMPLES[@]} examples built and ran; shared core exports only tk_ names (gcc, clang)"
+end_stage "${#EXAMPLES[@]} examples built and ran; shared core and SNTP libraries export only tk_ names (gcc, clang)"
 
 # --- fuzz -----------------------------------------------------------------------
 
@@ -418,6 +427,42 @@ fi
 [ "$swift_failed" -eq 0 ] || fail "swift test reported $swift_failed failed tests but exited 0"
 end_stage "swift test: $swift_passed passed, $swift_failed failed (XCTest $xc_tests, Swift Testing $st_tests)"
 
+# Runs a checking script whose last line is `N passed, N failed`, adds its
+# counts, and fails the stage if it failed or printed no such line.
+run_counted() {
+    local log=$1 what=$2
+    shift 2
+    run_logged "$log" "$@"
+    local line
+    line=$(summary_line "$log")
+    if [ -n "$line" ]; then
+        read -r p _ f _ <<<"$line"
+        PASSED=$((PASSED + p))
+        FAILED=$((FAILED + f))
+    fi
+    [ "$RUN_STATUS" -eq 0 ] || fail "$what failed${line:+ ($line)} (log: $log)"
+    [ -n "$line" ] || fail "$what printed no 'N passed, N failed' line (log: $log)"
+    COUNTED_LINE=$line
+}
+
+# --- misuse: code the API must refuse -------------------------------------------
+
+begin_stage misuse "Tests/MisuseTests: data races and clock mix-ups must not compile"
+run_counted "$LOGS/misuse.log" scripts/check-misuse.sh scripts/check-misuse.sh .build/debug
+end_stage "$COUNTED_LINE"
+
+# --- docs: the DocC catalogs ------------------------------------------------------
+
+begin_stage docs "DocC catalogs built with the toolchain's docc, warnings as errors"
+run_counted "$LOGS/docs.log" scripts/build-docs.sh scripts/build-docs.sh build/docs
+end_stage "$COUNTED_LINE"
+
+# --- snippets: the documentation's code compiles -----------------------------------
+
+begin_stage snippets "every Swift code block of README.md, the articles and the doc comments"
+run_counted "$LOGS/snippets.log" scripts/check-snippets.sh scripts/check-snippets.sh .build/debug
+end_stage "$COUNTED_LINE"
+
 # --- tsan: the Swift tests under ThreadSanitizer ---------------------------------
 
 begin_stage tsan "swift test --sanitize=thread"
@@ -448,7 +493,18 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: timer-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers --quick, the ordo-one suite's list (smoke)"
+if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
+    tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
+    RUN_STATUS=0
+else
+    RUN_STATUS=${PIPESTATUS[0]}
+fi
+peers_tests=$(grep -E 'Test run with [0-9]+ tests? .*passed' "$LOGS/peers-test.log" | tail -n 1 |
+    sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' || true)
+[ "$RUN_STATUS" -eq 0 ] && [ -n "$peers_tests" ] ||
+    fail "swift test --package-path Benchmarks failed (status $RUN_STATUS; log: $LOGS/peers-test.log)"
+PASSED=$((PASSED + peers_tests))
 run_logged "$LOGS/peers-build.log" swift build -c release --package-path Benchmarks
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --package-path Benchmarks failed (log: $LOGS/peers-build.log)"
 run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-peers --quick

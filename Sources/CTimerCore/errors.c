@@ -10,15 +10,39 @@
 
 #include "CTimerCore.h"
 
+#include <limits.h>
 #include <string.h>
 
+/* |error|; INT_MIN, which no errno is, stays out of range (and negating it
+ * would overflow). */
+static int magnitude(int error) {
+    if (error == INT_MIN) return INT_MAX;
+    return error < 0 ? -error : error;
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+
 const char *tk_strerror(int error) {
-    if (error < 0) error = -error;
-    const char *text = strerrordesc_np(error);
+    const char *text = strerrordesc_np(magnitude(error));
     return text != NULL ? text : "Unknown error";
 }
 
 const char *tk_errno_name(int error) {
-    if (error < 0) error = -error;
-    return strerrorname_np(error);
+    return strerrorname_np(magnitude(error));
 }
+
+#else
+
+/* Without glibc's constant tables: strerror's text (constant for known
+ * values on the C libraries TimerKit builds with), and no names. */
+const char *tk_strerror(int error) {
+    const char *text = strerror(magnitude(error));
+    return text != NULL ? text : "Unknown error";
+}
+
+const char *tk_errno_name(int error) {
+    (void)error;
+    return NULL;
+}
+
+#endif

@@ -190,9 +190,11 @@ void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int6
         return;
     }
     if (loop->armed[clock] != TK__DISARMED && loop->armed[clock] <= target) return;
-    /* A failure here only delays the timer to the next wake-up, which arms
-     * again and reports the error from tk_loop_run. */
-    (void)arm(loop, clock, target);
+    /* If arming fails, wake the run instead: it plans again, and the same
+     * failure then ends tk_loop_run with its error rather than leaving the
+     * timer to a wake-up that may never come. (A failed kick means the
+     * eventfd itself is gone, which only a destroyed loop would do.) */
+    if (arm(loop, clock, target) < 0) (void)tk__loop_kick(loop);
 }
 
 void tk__loop_report_clock_change(tk_loop *loop) {
@@ -208,13 +210,23 @@ void tk__loop_report_clock_change(tk_loop *loop) {
 int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn, void *context) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    int result = tk__loop_open_clock(loop, TK_CLOCK_REALTIME);
-    if (result == 0) {
-        loop->clock_change_fn = fn;
-        loop->clock_change_context = context;
-        /* Arm at once so that a step is seen even before the next pass. */
-        if (fn != NULL && loop->armed[TK_CLOCK_REALTIME] == TK__DISARMED) {
+    tk_clock_change_fn old_fn = loop->clock_change_fn;
+    void *old_context = loop->clock_change_context;
+    loop->clock_change_fn = fn;
+    loop->clock_change_context = context;
+    int result = 0;
+    /* Clearing needs no timerfd, so it cannot fail. Setting opens and arms
+     * the wall clock's at once, so that a step is seen even before the next
+     * pass (arm() keeps it armed for "never" while a function is set); on
+     * failure the function in place before stays. */
+    if (fn != NULL) {
+        result = tk__loop_open_clock(loop, TK_CLOCK_REALTIME);
+        if (result == 0 && loop->armed[TK_CLOCK_REALTIME] == TK__DISARMED) {
             result = arm(loop, TK_CLOCK_REALTIME, INT64_MAX);
+        }
+        if (result < 0) {
+            loop->clock_change_fn = old_fn;
+            loop->clock_change_context = old_context;
         }
     }
     pthread_mutex_unlock(&loop->lock);

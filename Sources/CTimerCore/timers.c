@@ -355,7 +355,17 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
  * around the release handler). */
 static void finish_callback(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = &loop->timers[slot];
-    if (--timer->callbacks > 0) return;
+    if (--timer->callbacks > 0) {
+        /* Still firing: a one-shot that an outer callback revived fired again
+         * in a nested run, and this, its latest callback, did not revive it.
+         * It has fired for good: to the outer callbacks, its handle is stale,
+         * as after a cancel. */
+        if (timer->state == TK__TIMER_FIRING) {
+            if (++timer->generation == 0) timer->generation = 1;
+            timer->state = TK__TIMER_CANCELLED;
+        }
+        return;
+    }
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
     void *context = timer->context;
     release_slot(loop, slot);

@@ -327,7 +327,7 @@ int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
  * Querying
  * ------------------------------------------------------------------------ */
 
-/* Parses an IPv4 or IPv6 literal into `address`. */
+/* Parses an IPv4 or IPv6 literal into `address`; 0 or -EINVAL. */
 static int parse_address(const char *text, uint16_t port, struct sockaddr_storage *address,
                          socklen_t *length) {
     memset(address, 0, sizeof *address);
@@ -756,6 +756,14 @@ static int is_new_address(const struct addrinfo *entry, const struct addrinfo *c
         }
     }
     return 1;
+}
+
+int tk_sntp_check_server(const char *server) {
+    if (server == NULL) return -EINVAL;
+    struct sockaddr_storage literal;
+    socklen_t length;
+    if (parse_address(server, TK_SNTP_PORT, &literal, &length) == 0) return 0;
+    return check_name(server);
 }
 
 int tk_sntp_query(const char *address, uint16_t port, int64_t timeout_ns,

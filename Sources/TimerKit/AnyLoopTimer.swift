@@ -21,6 +21,10 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Whether the timer repeats.
     public let repeats: Bool
 
+    /// Whether the timer's fire dates are a ``ManualClock``'s instants, which
+    /// only a manual loop's time can reach.
+    let needsManualLoop: Bool
+
     let state: ThreadLocked<State>
 
     struct State {
@@ -37,9 +41,11 @@ public class AnyLoopTimer: @unchecked Sendable {
     }
 
     init(
-        clock: ClockID, firstFire: Int64, absolute: Bool, interval: Duration?, tolerance: Duration
+        clock: ClockID, needsManualLoop: Bool, firstFire: Int64, absolute: Bool,
+        interval: Duration?, tolerance: Duration
     ) throws(TimerError) {
         self.clockID = clock
+        self.needsManualLoop = needsManualLoop
         self.repeats = interval != nil
         self.state = ThreadLocked(State(
             firstFire: firstFire, firstFireIsAbsolute: absolute,
@@ -104,9 +110,10 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// `setFireDate(_:)` there.)
     ///
     /// - Throws: ``TimerError/invalidInterval(_:)`` for an interval below one
-    ///   nanosecond, or for a one-shot timer; ``TimerError/invalidated``.
+    ///   nanosecond, ``TimerError/notRepeating`` for a one-shot timer,
+    ///   ``TimerError/invalidated``.
     public func setInterval(_ interval: Duration) throws(TimerError) {
-        guard repeats else { throw .invalidInterval(interval) }
+        guard repeats else { throw .notRepeating }
         let nanoseconds = try Self.intervalNanoseconds(interval)
         try update(keepingFireDate: true) { $0.interval = nanoseconds }
     }
@@ -199,6 +206,9 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Schedules the C timer on `loop` in `modes`, or adds `modes` to a
     /// scheduled timer's.
     func schedule(on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+        if needsManualLoop && !loop.isManual { throw .notManual }
+        // A loop whose own thread's run failed would never fire the timer.
+        if loop.hasFailed, let failure = loop.failure { throw failure }
         try state.withLock { (state) throws(TimerError) in
             guard state.isValid else { throw .invalidated }
             if let current = state.loop {

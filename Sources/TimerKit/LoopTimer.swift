@@ -53,7 +53,8 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ///   - tolerance: how late the timer may fire to share a wake-up (≥ 0).
     ///   - clock: the clock it is measured on: ``MonotonicClock`` (stops
     ///     while the system is suspended), ``BootClock`` (counts suspend),
-    ///     ``WallClock``, or a ``ManualClock`` (add the timer to its loop).
+    ///     ``WallClock``, or a ``ManualClock`` (add the timer to its loop:
+    ///     a real loop refuses it with ``TimerError/notManual``).
     ///   - action: runs on the loop's thread at each fire.
     /// - Throws: ``TimerError/invalidInterval(_:)``, ``TimerError/negativeTolerance(_:)``.
     public init(
@@ -65,7 +66,8 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ) throws(TimerError) {
         self.action = action
         try super.init(
-            clock: Clock.clockID, firstFire: max(0, delay.saturatingNanoseconds), absolute: false,
+            clock: Clock.clockID, needsManualLoop: Clock.self == ManualClock.self,
+            firstFire: max(0, delay.saturatingNanoseconds), absolute: false,
             interval: interval, tolerance: tolerance)
     }
 
@@ -82,7 +84,8 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ) throws(TimerError) {
         self.action = action
         try super.init(
-            clock: Clock.clockID, firstFire: fireDate.nanoseconds, absolute: true,
+            clock: Clock.clockID, needsManualLoop: Clock.self == ManualClock.self,
+            firstFire: fireDate.nanoseconds, absolute: true,
             interval: interval, tolerance: tolerance)
     }
 
@@ -92,6 +95,8 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     /// and everything it held is freed.
     ///
     /// ```swift
+    /// import Synchronization
+    ///
     /// final class Carousel: Sendable {
     ///     let page = Mutex(0)
     ///     init(loop: TimerLoop) throws {

@@ -2,6 +2,8 @@
 /// fires every due sleep and timer synchronously, in deadline order.
 ///
 /// ```swift
+/// import Testing
+///
 /// let clock = try ManualClock()
 /// let countdown = Task { try await clock.sleep(for: .seconds(60)); return "done" }
 /// await clock.waitForSleepers(1)          // the task is asleep
@@ -52,11 +54,16 @@ public final class ManualClock: TimerClock, Sendable {
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the clock is advanced to `deadline` (plus at most
-    /// `tolerance`, shared with other sleeps as on a real clock).
+    /// `tolerance`, shared with other sleeps as on a real clock). A deadline
+    /// the clock has reached returns at once, as on a real clock.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        if deadline <= now {
+            try Task.checkCancellation()
+            return
+        }
         try await Sleeper.sleep(
             on: loop, clock: .monotonic, until: deadline.nanoseconds, tolerance: tolerance,
             registered: { [self] in changeSleepers(by: 1) },
@@ -77,14 +84,14 @@ public final class ManualClock: TimerClock, Sendable {
         try loop.advance(by: duration)
     }
 
-    /// Moves the clock forward to `instant` (no-op if it is not later).
+    /// Moves the clock forward to `instant` (no-op if it is not later). Calls
+    /// from several threads take turns, and none moves the clock past its
+    /// `instant`.
     ///
     /// - Throws: what ``advance(by:)`` throws.
     @discardableResult
     public func advance(to instant: Instant) throws(TimerError) -> Int {
-        let now = now
-        guard instant > now else { return 0 }
-        return try advance(by: now.duration(to: instant))
+        try loop.advance(toMonotonic: instant.nanoseconds)
     }
 
     /// How many sleeps are waiting for the clock to move.

@@ -39,21 +39,30 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case notARunMode(LoopMode)
     /// A timer needs at least one mode; the list was empty.
     case noModes
-    /// The call needs a loop made by ``TimerLoop/manual(startingAt:)``.
+    /// Only a repeating timer has an interval to change.
+    case notRepeating
+    /// The call needs a loop made by ``TimerLoop/manual(startingAt:)``: a
+    /// manual-time call on a real loop, or a `LoopTimer<ManualClock>` added
+    /// to one.
     case notManual
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the
     /// function is then `tk_loop_run`).
     case system(SystemError)
 
-    /// The error a failed C call stands for: ``busy`` for `EBUSY`,
-    /// ``notManual`` for `ENOTSUP` (the core's answer to a manual-clock call
-    /// on a real loop), and ``system(_:)`` for every other failure.
+    /// The error a failed C call stands for: ``busy`` for the `EBUSY` of a
+    /// call that claims the loop (`tk_loop_run`, `tk_loop_advance`),
+    /// ``notManual`` for the `ENOTSUP` of a manual-time call on a real loop
+    /// (`tk_loop_advance`, `tk_loop_set_manual_time`), and ``system(_:)``,
+    /// which keeps the function's name, for every other failure.
     public init(_ failure: SystemError) {
-        switch failure.errno {
-        case .resourceBusy: self = .busy
-        case .notSupported: self = .notManual
-        default: self = .system(failure)
+        switch (failure.errno, failure.function) {
+        case (.resourceBusy, "tk_loop_run"), (.resourceBusy, "tk_loop_advance"):
+            self = .busy
+        case (.notSupported, "tk_loop_advance"), (.notSupported, "tk_loop_set_manual_time"):
+            self = .notManual
+        default:
+            self = .system(failure)
         }
     }
 
@@ -76,6 +85,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(mode) is a set of modes; a loop runs in one mode"
         case .noModes:
             "a timer needs at least one mode; the list of modes was empty"
+        case .notRepeating:
+            "a one-shot timer has no interval to change"
         case .notManual:
             "this call needs a manual loop"
         case .system(let failure):

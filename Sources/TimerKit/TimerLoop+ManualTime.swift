@@ -25,11 +25,29 @@ extension TimerLoop {
     ///   ``Errno/invalidArgument`` for a negative duration.
     @discardableResult
     public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
+        try advance(mode: mode) { _ in duration.saturatingNanoseconds }
+    }
+
+    /// Moves a manual loop's time to `instant` of its monotonic clock, as
+    /// ``advance(by:mode:)`` does (no-op if the loop is there already).
+    /// Reading the time and moving it are one step: threads advancing at
+    /// once cannot move it past `instant`.
+    func advance(toMonotonic instant: Int64, mode: LoopMode = .default) throws(TimerError) -> Int {
+        try advance(mode: mode) { now in
+            guard instant > now else { return 0 }
+            let (span, overflow) = instant.subtractingReportingOverflow(now)
+            return overflow ? .max : span
+        }
+    }
+
+    /// Advances by what `span` computes from the loop's monotonic time,
+    /// holding the turn while it reads and moves.
+    private func advance(mode: LoopMode, _ span: (Int64) -> Int64) throws(TimerError) -> Int {
         guard isManual else { throw .notManual }
         let index = try modeIndex(mode)
         return try advancing.take { () throws(TimerError) in
-            Int(try TimerError.check(
-                tk_loop_advance(handle, index, duration.saturatingNanoseconds), "tk_loop_advance"))
+            let delta = span(now(MonotonicClock()).nanoseconds)
+            return Int(try TimerError.check(tk_loop_advance(handle, index, delta), "tk_loop_advance"))
         }
     }
 

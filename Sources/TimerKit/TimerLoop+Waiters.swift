@@ -26,9 +26,16 @@ extension TimerLoop {
     /// their callers, who see a run's error as it is thrown).
     ///
     /// Once set, every sleep and tick that was waiting on the loop has failed
-    /// with it, and every later one fails with it at once.
+    /// with it, and every later one fails with it at once, as does adding a
+    /// timer to the loop. (A loop whose thread was only stopped has no
+    /// failure: it serves timers, sleeps and ticks again once run again.)
     public var failure: TimerError? {
         waiters.withLock { $0.failure }
+    }
+
+    /// Whether the run of the loop's own thread failed (see ``failure``).
+    var hasFailed: Bool {
+        failed.load(ordering: .acquiring)
     }
 
     /// Registers `waiter` to hear of a failed run.
@@ -54,6 +61,7 @@ extension TimerLoop {
             defer { state.waiting = [:] }
             return state.waiting.values.compactMap(\.waiter)
         }
+        failed.store(true, ordering: .releasing)
         for waiter in waiting { waiter.loopFailed(error) }
     }
 }

@@ -1,4 +1,5 @@
 import CTimerCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +56,10 @@ public final class TimerLoop: @unchecked Sendable {
     /// What waits on the loop's thread, and how the thread's run ended (see
     /// TimerLoop+Waiters.swift).
     let waiters = ThreadLocked(LoopWaiters())
+
+    /// Whether ``failure`` is set: a check that costs one load on the path
+    /// of every schedule.
+    let failed = Atomic<Bool>(false)
 
     /// Takes turns between threads advancing a manual loop (see
     /// TimerLoop+ManualTime.swift).
@@ -146,6 +151,21 @@ public final class TimerLoop: @unchecked Sendable {
     {
         let index = try modeIndex(mode)
         return try runResult(tk_loop_run(handle, index, deadline?.nanoseconds ?? Int64.max, 0))
+    }
+
+    /// Runs a manual loop in `mode` until its time reaches `deadline`, an
+    /// instant of a ``ManualClock`` on this loop, moving time there as
+    /// ``advance(by:mode:)`` does. See ``run(mode:until:)``.
+    ///
+    /// - Throws: ``TimerError/notManual`` on a real loop, and what
+    ///   ``run(mode:until:)`` throws.
+    @discardableResult
+    public func run(mode: LoopMode = .default, until deadline: ManualClock.Instant)
+        throws(TimerError) -> RunResult
+    {
+        guard isManual else { throw .notManual }
+        let index = try modeIndex(mode)
+        return try runResult(tk_loop_run(handle, index, deadline.nanoseconds, 0))
     }
 
     /// Runs the loop in `mode` for `duration` of its monotonic clock (on a

@@ -14,8 +14,9 @@ import Musl
 /// leaves the old file or the new one, never a mix. Interrupted system calls
 /// are resumed.
 package enum AtomicFile {
-    /// The file's first `limit + 1` bytes at most (so a caller can tell a
-    /// file larger than `limit`).
+    /// The file's bytes, read in 4 KiB chunks until the end or until more
+    /// than `limit` bytes are in (so a caller can tell a file larger than
+    /// `limit`: then the result is longer than `limit`, by less than 4 KiB).
     ///
     /// - Throws: the failed call (`open`, `read`), with
     ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file.
@@ -44,6 +45,9 @@ package enum AtomicFile {
     ///
     /// - Throws: the failed call (`open`, `write`, `fsync`, `close`,
     ///   `rename`); the temporary file is removed and `path` is unchanged.
+    ///   If only flushing the directory fails (the error names `fsync` of
+    ///   the directory's `open`), the new file is in place, but its rename
+    ///   may not survive a crash.
     package static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
         let temporary = path + ".tmp-\(getpid())-\(temporaryCounter.next())"
         let fd = try retrying { () throws(SystemError) in
@@ -62,7 +66,9 @@ package enum AtomicFile {
             }
             _ = try SystemError.posix(fsync(fd), "fsync")
         } catch {
-            _ = close(fd)  // the error above is what the caller needs to hear
+            // Cleaning up after a failure: the failure is what the caller
+            // needs to hear, not a second one on the way out.
+            _ = close(fd)
             _ = unlink(temporary)
             throw error
         }
@@ -70,18 +76,22 @@ package enum AtomicFile {
             _ = try SystemError.posix(close(fd), "close")
             _ = try SystemError.posix(rename(temporary, path), "rename")
         } catch {
-            _ = unlink(temporary)
+            _ = unlink(temporary)  // cleaning up, as above
             throw error
         }
-        // Make the rename itself durable; the file is in place already, so a
-        // directory that cannot be flushed (some file systems refuse) is not
-        // a failure of the write.
+        // Make the rename itself durable. File systems that cannot flush a
+        // directory say EINVAL: nothing more can be done there.
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        let directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            _ = close(directoryFD)
+        let directoryFD = try retrying { () throws(SystemError) in
+            try SystemError.posix(
+                open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC), "open")
+        }
+        defer { _ = close(directoryFD) }  // read-only: closing cannot lose data
+        do {
+            _ = try SystemError.posix(fsync(directoryFD), "fsync")
+        } catch where error.errno == .invalidArgument {
+            return
         }
     }
 

@@ -10,6 +10,8 @@ import TimerKit
 /// an hour, a reboot (a new boot id, the boot clock near zero again).
 ///
 /// ```swift
+/// import Synchronization
+///
 /// final class Scenario: ClockReadings {
 ///     let now = Mutex((boot: Duration.seconds(100), monotonic: Duration.seconds(100),
 ///                      wall: Duration.seconds(1_767_268_800)))

@@ -106,15 +106,16 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     /// What a failed `tk_sntp_query` for `server` means (its errors are
-    /// listed in CTimerSNTP.h).
+    /// listed in CTimerSNTP.h). The name was checked before the query, and a
+    /// kiss-of-death carries its code, so an `EINVAL` or `EACCES` from the
+    /// network (a `connect` refused for an address) stays a system error.
     static func sntp(_ failure: SystemError, server: String, kissCode: String) -> TrustedTimeError {
         switch failure.errno {
-        case .invalidArgument: .invalidServerName(server)
+        case .permissionDenied where !kissCode.isEmpty: .kissOfDeath(code: kissCode)
         case .noSuchAddressOrDevice: .serverNotFound(server)
         case .resourceTemporarilyUnavailable, .remoteIOError: .nameResolutionFailed(server)
         case .timedOut: .timedOut
         case .connectionRefused: .connectionRefused
-        case .permissionDenied: .kissOfDeath(code: kissCode)
         case .messageTooLong: .shortReply
         case .noMessage: .spoofedReply
         case .protocolError: .notAServerReply

@@ -219,8 +219,7 @@ enum TrustedTimeCommand {
     }
 
     private static func usageError(_ message: String) -> Int32 {
-        let text = Array("timerkit trusted-time: \(message)\n\(usage)".utf8)
-        _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        printError("timerkit trusted-time: \(message)\n\(usage)")
         return 64
     }
 

@@ -46,7 +46,9 @@
  *     of advance returns -EBUSY; advance from any callback does too.
  *   - A one-shot timer is taken out before its callback runs; inside that
  *     callback, cancel returns 0 (once) and reschedule revives it, while
- *     timer_info and fire see no timer. A repeating timer is re-armed before
+ *     timer_info and fire see no timer. Once a firing's callback returns
+ *     without a revival, the timer is dead, also to callbacks of it still
+ *     running (one revived it, and a nested run fired it again). A repeating timer is re-armed before
  *     its callback runs: missed = (now - deadline) / interval and
  *     next = deadline + (missed + 1) * interval, both computed exactly (only
  *     `next` is saturated), with a new seq.

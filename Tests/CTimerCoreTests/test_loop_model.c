@@ -4,12 +4,14 @@
  * reference scheduler (reference_scheduler.h), and everything observable is
  * compared after every operation: return values and error codes, the log of
  * callbacks (which timer, the loop's time on each clock, `missed`), timer
- * info, the clocks and the loop's counters.
+ * info, the clocks and the loop's counters. Time moves by tk_loop_advance
+ * and by tk_loop_run with a deadline (which moves it the same way).
  *
  * Callbacks act too (cancel themselves or others, schedule, reschedule, fire,
- * try to advance or destroy the loop). The actions are chosen while the
- * reference runs an operation and recorded as a script; the real loop then
- * replays the script callback by callback, comparing each action's result.
+ * run the loop nested, stop it, try to advance or destroy it). The actions
+ * are chosen while the reference runs an operation and recorded as a script;
+ * the real loop then replays the script callback by callback, comparing each
+ * action's result.
  *
  * A handful of hand-written scenarios with exact expected values run first,
  * against both the reference and the real loop.
@@ -20,6 +22,7 @@
  */
 #include "CTimerCore.h"
 #include "reference_scheduler.h"
+#include "test_harness.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,8 +36,6 @@
 
 /* The time unit the random operations think in. */
 #define U 1000
-
-#include "test_harness.h"
 
 /* ------------------------------------------------------------------------
  * Random numbers: the harness's rng_next / rng_below on a state of our own
@@ -887,11 +888,20 @@ static void describe_log(char *buf, size_t n, const log_entry *e) {
     }
 }
 
+/* Field by field: the padding of a copied struct is not part of its value,
+ * so memcmp could tell equal entries apart. */
+static int log_equal(const log_entry *a, const log_entry *b) {
+    for (int c = 0; c < TK_CLOCK_COUNT; c++)
+        if (a->now[c] != b->now[c]) return 0;
+    return a->kind == b->kind && a->rec == b->rec && a->missed == b->missed &&
+           a->args_ok == b->args_ok;
+}
+
 static void compare_logs(const char *where) {
     size_t n = W_REF.nlog < W_IMPL.nlog ? W_REF.nlog : W_IMPL.nlog;
     for (size_t i = 0; i < n; i++) {
         const log_entry *a = &W_REF.log[i], *b = &W_IMPL.log[i];
-        if (memcmp(a, b, sizeof *a) != 0) {
+        if (!log_equal(a, b)) {
             char x[256], y[256];
             describe_log(x, sizeof x, b);
             describe_log(y, sizeof y, a);
@@ -1901,8 +1911,52 @@ static void scenario_run_repeating(void) {
     }
 }
 
-/* Runs a scenario in a child process, so that a crash or a sanitizer abort
- * is reported as that scenario's failure. */
+/* A one-shot revived by its own callback, which then runs the loop nested:
+ * the nested pass fires it again, and that callback returns without
+ * reviving it, so it has fired for good. Back in the first callback, its
+ * handle names no timer. */
+typedef struct refire { int depth; int64_t nested; int64_t cancel, info, reschedule; } refire;
+
+static void refire_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    refire *r = w->hook_data;
+    if (rec != 0 || r->depth++ > 0) return; /* the nested firing does nothing */
+    tk_timer_spec now = spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0));
+    EXPECT(w_reschedule(w, w->handles[0], &now) == 0, "revive");
+    r->nested = r->depth == 1 ? w_run(w, 0, TK_FOREVER, TK_RUN_NOWAIT) : -1;
+    tk_timer_info info;
+    r->info = w_info(w, w->handles[0], &info);
+    r->reschedule = w_reschedule(w, w->handles[0], &now);
+    r->cancel = w_cancel(w, w->handles[0]);
+}
+
+static void scenario_refire_in_nested_run(void) {
+    scenario_begin("refire-in-nested-run", 0);
+    if (S_failed) { scenario_end(); return; }
+    refire r = {0, 99, 99, 99, 99};
+    S->hook = refire_hook;
+    S->hook_data = &r;
+    sched(spec_in(TK_CLOCK_MONOTONIC, 10, 0, 0, TK_MODES(0)));
+    int64_t n = w_advance(S, 1, 10); /* mode 1: parked, not fired */
+    int rc = w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
+    EXPECT(n == 0 && rc == TK_RUN_PASSED && r.nested == TK_RUN_PASSED,
+           "advance %" PRId64 ", run %d, nested run %" PRId64, n, rc, r.nested);
+    EXPECT(S->nlog == 2 && r.depth == 2, "%zu callbacks", S->nlog);
+    EXPECT(r.info == -ENOENT && r.reschedule == -ENOENT && r.cancel == -ENOENT,
+           "after its nested firing: info %" PRId64 ", reschedule %" PRId64 ", cancel %" PRId64
+           ", want -ENOENT each",
+           r.info, r.reschedule, r.cancel);
+    EXPECT(stats().pending == 0 && stats().fired == 2, "pending %" PRIu64 " fired %" PRIu64,
+           stats().pending, stats().fired);
+    scenario_end();
+}
+
+/* How long an isolated scenario may run (the tests' own limits are longer). */
+#define ISOLATED_LIMIT_S 20
+
+/* Runs a scenario in a child process, so that a crash, a sanitizer abort or
+ * a hang is reported as that scenario's failure. */
 static void isolated(void (*scenario)(void), const char *name) {
     fflush(stdout);
     fflush(stderr);
@@ -1913,6 +1967,9 @@ static void isolated(void (*scenario)(void), const char *name) {
         return;
     }
     if (pid == 0) {
+        /* A scenario that hangs is killed, and fails, on its own. */
+        signal(SIGALRM, SIG_DFL);
+        alarm(ISOLATED_LIMIT_S);
         g_passed = g_failed = 0;
         scenario();
         fflush(stdout);
@@ -1925,7 +1982,10 @@ static void isolated(void (*scenario)(void), const char *name) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         g_passed++;
     } else {
-        if (WIFSIGNALED(status))
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+            fprintf(stderr, "FAIL [%s on %s]: still running after %d s\n", name, S->name,
+                    ISOLATED_LIMIT_S);
+        else if (WIFSIGNALED(status))
             fprintf(stderr, "FAIL [%s on %s]: killed by signal %d\n", name, S->name,
                     WTERMSIG(status));
         else
@@ -1975,6 +2035,9 @@ static void test_run_until_idle(void) {
     on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
 }
 static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
+static void test_refire_in_nested_run(void) {
+    on_both_worlds_isolated(scenario_refire_in_nested_run, "refire-in-nested-run");
+}
 static void test_run_repeating(void) {
     on_both_worlds_isolated(scenario_run_repeating, "run-repeating");
 }
@@ -2006,6 +2069,7 @@ static const test_case tests[] = {
     {"run-until-idle", test_run_until_idle, 60},
     {"run-stop", test_run_stop, 60},
     {"run-repeating", test_run_repeating, 60},
+    {"refire-in-nested-run", test_refire_in_nested_run, 60},
     {"random", test_random, 1800},
 };
 

@@ -310,11 +310,47 @@ static void test_nested_run_parks_safely(void) {
     CHECK(tk_loop_destroy(loop) == 0);
 }
 
+/* A one-shot that revives itself and runs the loop nested, where it fires
+ * again without reviving itself: it is done, but its context is released
+ * once, after the outer callback too has returned. */
+static tracked refired;
+static int refire_depth, refire_releases_inside, refire_cancel;
+
+static void refire_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)missed;
+    tracked *t = context;
+    atomic_fetch_add(&t->running, 1);
+    atomic_fetch_add(&t->callbacks, 1);
+    if (refire_depth++ == 0) {
+        tk_timer_spec now = one_shot(0);
+        CHECK(tk_loop_reschedule(loop, id, &now) == 0);
+        CHECK(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT) == TK_RUN_PASSED);
+        refire_releases_inside = atomic_load(&t->releases);
+        refire_cancel = tk_loop_cancel(loop, id);
+    }
+    atomic_fetch_sub(&t->running, 1);
+}
+
+static void test_refire_in_nested_run(void) {
+    tk_loop *loop = manual_loop();
+    tk_timer_spec now = one_shot(0);
+    CHECK(tk_loop_schedule(loop, &now, refire_fn, &refired, &refired.self) == 0);
+    CHECK(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT) == TK_RUN_PASSED);
+    CHECK(atomic_load(&refired.callbacks) == 2);
+    CHECK(refire_releases_inside == 0); /* the outer callback still ran */
+    CHECK(refire_cancel == -ENOENT);
+    CHECK(atomic_load(&refired.releases) == 1);
+    CHECK(atomic_load(&refired.release_while_running) == 0);
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&refired.releases) == 1);
+}
+
 static const test_case tests[] = {
     {"each_way_to_end", test_each_way_to_end, 60},
     {"cancel_during_callback", test_cancel_during_callback, 60},
     {"destroy_from_release_handler", test_destroy_from_release_handler, 60},
     {"nested_run_parks_safely", test_nested_run_parks_safely, 60},
+    {"refire_in_nested_run", test_refire_in_nested_run, 60},
     {"stress", test_stress, 300},
 };
 

@@ -1604,6 +1604,31 @@ static void test_query_name_unresolvable(void) {
 }
 
 /* Each resolver error, one errno each. */
+/* tk_sntp_check_server: what tk_sntp_query refuses as a name before any
+ * lookup, and nothing else. */
+static void test_check_server(void) {
+    const char *good[] = {"127.0.0.1", "::1", "fe80::1", "localhost", "time.example.org",
+                          "time.example.org.", "a-b_c.d1", "xn--bcher-kva.example"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) CHECK_EQ(tk_sntp_check_server(good[i]), 0);
+    const char *bad[] = {"", ".", "a..b", "[::1]", "host:123", "has space", "bad/char",
+                         "caf\xc3\xa9.example", ".leading"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(tk_sntp_check_server(bad[i]), -EINVAL);
+    CHECK_EQ(tk_sntp_check_server(NULL), -EINVAL);
+    char longest[300];
+    memset(longest, 'a', sizeof longest);
+    for (int i = 63; i < 253; i += 64) longest[i] = '.';
+    longest[253] = '\0';
+    CHECK_EQ(tk_sntp_check_server(longest), 0);
+    longest[253] = 'a';
+    longest[254] = '\0';
+    CHECK_EQ(tk_sntp_check_server(longest), -EINVAL);
+    /* The query refuses exactly these names with -EINVAL, before sending. */
+    tk_sntp_result r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(tk_sntp_query(bad[i], 123, 100 * MS, 1, &r), -EINVAL);
+}
+
 static void test_query_name_errors(void) {
     const struct {
         int status, error, expected;
@@ -1737,6 +1762,7 @@ static const test_case tests[] = {
     {"query_port_zero", test_query_port_zero, 120},
     {"query_name_unresolvable", test_query_name_unresolvable, 120},
     {"query_name_errors", test_query_name_errors, 120},
+    {"check_server", test_check_server, 30},
     {"query_name_timeout", test_query_name_timeout, 120},
     {"query_name_eintr", test_query_name_eintr, 120},
 };

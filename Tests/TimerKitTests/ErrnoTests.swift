@@ -66,11 +66,20 @@ struct ErrnoTests {
         #expect(!(Errno.noMemory ~= SystemError(errno: .invalidArgument, function: "f")))
     }
 
-    @Test("TimerError gives EBUSY and ENOTSUP cases of their own")
+    @Test("TimerError gives EBUSY and ENOTSUP cases of their own, only where they mean that")
     func timerErrorClassification() {
         #expect(TimerError(SystemError(errno: .resourceBusy, function: "tk_loop_run")) == .busy)
+        #expect(TimerError(SystemError(errno: .resourceBusy, function: "tk_loop_advance")) == .busy)
         #expect(TimerError(SystemError(errno: .notSupported, function: "tk_loop_advance")) == .notManual)
-        let other = SystemError(errno: .badFileDescriptor, function: "tk_loop_run")
-        #expect(TimerError(other) == .system(other))
+        #expect(TimerError(SystemError(errno: .notSupported, function: "tk_loop_set_manual_time"))
+                == .notManual)
+        // Elsewhere the same errno keeps the function that failed.
+        for failure in [
+            SystemError(errno: .badFileDescriptor, function: "tk_loop_run"),
+            SystemError(errno: .notSupported, function: "timerfd_create"),
+            SystemError(errno: .resourceBusy, function: "pthread_mutex_lock"),
+        ] {
+            #expect(TimerError(failure) == .system(failure))
+        }
     }
 }

@@ -152,4 +152,44 @@ struct LoopModeTests {
         #expect(LoopMode.default.description == "default")
         #expect(LoopMode.common.name == "common")
     }
+
+    @Test("a drag played on a manual loop: a nested run in .tracking with a deadline moves time")
+    func dragOnManualLoop() throws {
+        // The sample of the RunLoopModes article, checked.
+        let loop = try TimerLoop.manual()
+        let log = Locked<[String]>([])
+        let carousel = try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: .common) {
+            _, missed in log.withLock { $0.append("carousel \(missed) @\(loop.time)") }
+        }
+        let badge = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, missed in
+            log.withLock { $0.append("badge \(missed) @\(loop.time)") }
+        }
+        let drag = Locked<TimerLoop.RunResult?>(nil)
+        try loop.schedule(after: .milliseconds(500)) { _, _ in
+            let result = try? loop.run(mode: .tracking, for: .seconds(3))
+            drag.withLock { $0 = result }
+        }
+        #expect(try loop.run(for: .seconds(5)) == .timedOut)
+        #expect(drag.value == .timedOut)
+        #expect(loop.time == .seconds(5))
+        #expect(log.value == [
+            "carousel 0 @1.0 seconds", "carousel 0 @2.0 seconds", "carousel 0 @3.0 seconds",
+            "badge 2 @3.5 seconds",
+            "carousel 0 @4.0 seconds", "badge 0 @4.0 seconds",
+            "carousel 0 @5.0 seconds", "badge 0 @5.0 seconds",
+        ])
+        carousel.invalidate()
+        badge.invalidate()
+    }
+
+    @Test("on a manual loop a run without a deadline does not move time; stop ends it")
+    func manualRunWithoutDeadline() throws {
+        let loop = try TimerLoop.manual()
+        try loop.schedule(after: .zero) { _, _ in loop.stop() }
+        try loop.schedule(after: .seconds(1)) { _, _ in Issue.record("time moved") }
+        #expect(try loop.run() == .stopped)
+        #expect(loop.time == .zero)
+        #expect(try loop.run(for: .zero) == .timedOut)
+        #expect(loop.statistics.pending == 1)
+    }
 }

@@ -157,4 +157,35 @@ struct ManualClockTests {
         #expect(clock.now == ManualClock.Instant(offset: .seconds(2)))
         #expect(fired.value == 2_000)
     }
+
+    @Test("advance(to:) from several threads: reading the time and moving it are one step")
+    func concurrentAdvancesToAnInstant() throws {
+        let clock = try ManualClock()
+        // A slow action at 5 s holds the first advance while others arrive.
+        try clock.loop.schedule(after: .seconds(5)) { _, _ in sleepThread(.milliseconds(50)) }
+        let target = ManualClock.Instant(offset: .seconds(10))
+        runThreads(4) { _ in _ = try? clock.advance(to: target) }
+        #expect(clock.now == target)
+    }
+
+    @Test("a timer on a ManualClock's instants goes only to a manual loop")
+    func manualTimersNeedManualLoops() throws {
+        let clock = try ManualClock()
+        let timer = try LoopTimer(fireAt: clock.now + .seconds(60)) { _, _ in }
+        #expect(throws: TimerError.notManual) { try TimerLoop().add(timer) }
+        #expect(timer.isValid)
+        try clock.loop.add(timer)
+        #expect(timer.fireDate == ManualClock.Instant(offset: .seconds(60)))
+        #expect(try clock.loop.run(until: clock.now + .seconds(60)) == .timedOut)
+        #expect(!timer.isValid)
+        #expect(throws: TimerError.notManual) { try TimerLoop().run(until: clock.now) }
+    }
+
+    @Test("a sleep until an instant the clock has reached returns at once")
+    func sleepUntilNow() async throws {
+        let clock = try ManualClock(start: ManualClock.Instant(offset: .seconds(5)))
+        try await clock.sleep(until: clock.now)
+        try await clock.sleep(until: ManualClock.Instant(offset: .seconds(1)))
+        #expect(clock.pendingSleeps == 0)
+    }
 }

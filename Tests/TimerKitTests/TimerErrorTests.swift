@@ -77,7 +77,7 @@ struct TimerErrorTests {
             }
             bystanders.expectUntouched(after: "interval \(interval)")
         }
-        #expect(throws: TimerError.invalidInterval(.seconds(1))) {
+        #expect(throws: TimerError.notRepeating) {
             try bystanders.timers[0].setInterval(.seconds(1))
         }
         #expect(bystanders.timers[0].interval == nil)
@@ -308,6 +308,7 @@ struct TimerErrorTests {
             .invalidInterval(.seconds(-2)), .negativeTolerance(.milliseconds(-3)), .invalidated,
             .scheduledOnAnotherLoop, .busy, .tooManyModes("modal"), .notARunMode(.common), .notManual,
             .system(SystemError(errno: .noMemory, function: "tk_loop_schedule")), .noModes,
+            .notRepeating,
         ]
         let descriptions = errors.map(\.description)
         #expect(Set(descriptions).count == errors.count)

@@ -411,9 +411,8 @@ final class ModelLoop {
     }
 
     private func setInterval(_ n: Int, _ interval: Int64) throws(TimerError) {
-        guard timers[n].repeats, interval > 0 else {
-            throw .invalidInterval(.nanoseconds(interval))
-        }
+        guard timers[n].repeats else { throw .notRepeating }
+        guard interval > 0 else { throw .invalidInterval(.nanoseconds(interval)) }
         try keepingFireDate(n, interval: interval, tolerance: timers[n].tolerance)
     }
 

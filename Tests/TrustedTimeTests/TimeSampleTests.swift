@@ -161,6 +161,39 @@ struct SNTPClientTests {
         }
     }
 
+    @Test("each errno of the query means what it says, and only where it says it")
+    func errorMapping() {
+        func map(_ errno: Errno, kiss: String = "") -> TrustedTimeError {
+            .sntp(SystemError(errno: errno, function: "tk_sntp_query"), server: "s", kissCode: kiss)
+        }
+        #expect(map(.permissionDenied, kiss: "RATE") == .kissOfDeath(code: "RATE"))
+        // EACCES without a kiss code came from the network (connect), not the server.
+        #expect(map(.permissionDenied) == .system(SystemError(errno: .permissionDenied, function: "tk_sntp_query")))
+        // The name was checked before the query: its EINVAL is the network's.
+        #expect(map(.invalidArgument) == .system(SystemError(errno: .invalidArgument, function: "tk_sntp_query")))
+        #expect(map(.noSuchAddressOrDevice) == .serverNotFound("s"))
+        #expect(map(.resourceTemporarilyUnavailable) == .nameResolutionFailed("s"))
+        #expect(map(.remoteIOError) == .nameResolutionFailed("s"))
+        #expect(map(.timedOut) == .timedOut)
+        #expect(map(.noMemory) == .system(SystemError(errno: .noMemory, function: "tk_sntp_query")))
+    }
+
+    @Test("a link-local literal without a scope is refused by connect, not taken for a bad name")
+    func connectRefusesAddress() {
+        do {
+            _ = try SNTPClient.query(server: "fe80::1", port: 123, timeout: .milliseconds(200))
+            Issue.record("a query of fe80::1 without a scope succeeded")
+        } catch {
+            // EINVAL from connect here; EAFNOSUPPORT on a machine without IPv6.
+            guard case .system(let failure) = error else {
+                Issue.record("fe80::1: \(error), not a system error")
+                return
+            }
+            #expect(failure.function == "tk_sntp_query")
+            #expect([Errno.invalidArgument, .addressFamilyNotSupported].contains(failure.errno))
+        }
+    }
+
     @Test("nothing listening: connection refused, and the clock is unchanged")
     func refused() throws {
         let port = try FakeSNTPServer.unusedPort()

@@ -283,6 +283,17 @@ int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
  * ------------------------------------------------------------------------ */
 
 /**
+ * Checks that `server` can name a server for tk_sntp_query: an IPv4 or IPv6
+ * address literal, or a host name (labels of 1..63 letters, digits, '-' or
+ * '_' separated by dots, at most 253 characters). Returns 0, or -EINVAL for
+ * NULL or anything else, the -EINVAL tk_sntp_query returns for such a name
+ * before any lookup. Lets a caller tell a malformed name from the query's
+ * other -EINVAL (a connect refused for an address, for example). Does not
+ * allocate or resolve.
+ */
+int tk_sntp_check_server(const char *server);
+
+/**
  * Asks an SNTP server for the time: sends `samples` requests one after the
  * other over UDP, each waiting at most `timeout_ns` (on the boot clock) for
  * its reply, and keeps the valid reply with the smallest delay.
