@@ -94,6 +94,22 @@ public final class ManualClock: TimerClock, Sendable {
         try loop.advance(toMonotonic: instant.nanoseconds)
     }
 
+    /// Runs the clock's ``loop`` in `mode` until the clock reads `deadline`,
+    /// moving it there as ``advance(by:)`` does but in the run's mode, as a
+    /// real loop's run would: `clock.run(mode: .tracking, until: clock.now +
+    /// .seconds(2))` plays a two-second drag. A run started from one of the
+    /// loop's own callbacks runs nested.
+    ///
+    /// The corresponding C function is `tk_loop_run`.
+    ///
+    /// - Throws: what ``TimerLoop/run(mode:until:)`` throws.
+    @discardableResult
+    public func run(mode: LoopMode = .default, until deadline: Instant) throws(TimerError)
+        -> TimerLoop.RunResult
+    {
+        try loop.run(mode: mode, until: MonotonicClock.Instant(offset: deadline.offset))
+    }
+
     /// How many sleeps are waiting for the clock to move.
     public var pendingSleeps: Int {
         sleepers.withLock { $0.count }

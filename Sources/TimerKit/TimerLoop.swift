@@ -153,21 +153,6 @@ public final class TimerLoop: @unchecked Sendable {
         return try runResult(tk_loop_run(handle, index, deadline?.nanoseconds ?? Int64.max, 0))
     }
 
-    /// Runs a manual loop in `mode` until its time reaches `deadline`, an
-    /// instant of a ``ManualClock`` on this loop, moving time there as
-    /// ``advance(by:mode:)`` does. See ``run(mode:until:)``.
-    ///
-    /// - Throws: ``TimerError/notManual`` on a real loop, and what
-    ///   ``run(mode:until:)`` throws.
-    @discardableResult
-    public func run(mode: LoopMode = .default, until deadline: ManualClock.Instant)
-        throws(TimerError) -> RunResult
-    {
-        guard isManual else { throw .notManual }
-        let index = try modeIndex(mode)
-        return try runResult(tk_loop_run(handle, index, deadline.nanoseconds, 0))
-    }
-
     /// Runs the loop in `mode` for `duration` of its monotonic clock (on a
     /// manual loop: of manual time), unless ``stop()`` ends it first. See
     /// ``run(mode:until:)``.
