@@ -47,10 +47,13 @@ public class AnyLoopTimer: @unchecked Sendable {
         self.clockID = clock
         self.needsManualLoop = needsManualLoop
         self.repeats = interval != nil
+        // Written out rather than with Optional.map: this is on the path of
+        // every schedule.
+        var intervalNanoseconds: Int64 = 0
+        if let interval { intervalNanoseconds = try Self.intervalNanoseconds(interval) }
         self.state = ThreadLocked(State(
             firstFire: firstFire, firstFireIsAbsolute: absolute,
-            interval: try interval.map(Self.intervalNanoseconds) ?? 0,
-            tolerance: try Self.toleranceNanoseconds(tolerance)))
+            interval: intervalNanoseconds, tolerance: try Self.toleranceNanoseconds(tolerance)))
     }
 
     /// A repeating interval in nanoseconds: at least 1 ns, since the core
@@ -63,7 +66,8 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     /// A tolerance in nanoseconds (a part of a nanosecond counts as none).
     static func toleranceNanoseconds(_ tolerance: Duration) throws(TimerError) -> Int64 {
-        guard tolerance >= .zero else { throw .negativeTolerance(tolerance) }
+        if tolerance == .zero { return 0 }  // the common case, without a 128-bit division
+        guard tolerance > .zero else { throw .negativeTolerance(tolerance) }
         return tolerance.saturatingNanoseconds
     }
 

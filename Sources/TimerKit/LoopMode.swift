@@ -17,14 +17,29 @@ public struct LoopMode: Hashable, Sendable, ExpressibleByStringLiteral, CustomSt
     /// The mode's name. Two modes with the same name are the same mode.
     public let name: String
 
+    /// Whether this is ``default``: known without comparing names, on the
+    /// path of every schedule.
+    let isDefault: Bool
+
     /// A mode with the given name.
     public init(_ name: String) {
         self.name = name
+        self.isDefault = name == "default"
     }
 
     /// A mode named by a string literal: `let mode: LoopMode = "modal"`.
     public init(stringLiteral name: String) {
-        self.name = name
+        self.init(name)
+    }
+
+    /// Whether both are the same mode: whether they have the same name.
+    public static func == (lhs: LoopMode, rhs: LoopMode) -> Bool {
+        lhs.name == rhs.name
+    }
+
+    /// Hashes the name.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
     }
 
     /// The mode a loop runs in unless told otherwise.

@@ -15,14 +15,14 @@ extension TimerLoop {
 
     /// The index of a mode the loop can run in (`tk_loop_run`'s mode).
     func modeIndex(_ mode: LoopMode) throws(TimerError) -> UInt32 {
-        if mode == .default { return TK_MODE_DEFAULT }
+        if mode.isDefault { return TK_MODE_DEFAULT }
         return try modeTable.withLock { (table) throws(TimerError) in try table.index(of: mode) }
     }
 
     /// The C mode set for one mode (``LoopMode/common`` standing for the
     /// common modes).
     func modeSet(_ mode: LoopMode) throws(TimerError) -> tk_mode_set {
-        if mode == .default { return 1 << TK_MODE_DEFAULT }
+        if mode.isDefault { return 1 << TK_MODE_DEFAULT }
         return try modeTable.withLock { (table) throws(TimerError) in try table.set(of: mode) }
     }
 
