@@ -10,6 +10,8 @@
 //                requests, clocks, ticks, the manual clock.
 //   TrustedTime  server time carried on the boot clock: TrustedClock, time
 //                samples, HTTP dates, the SNTP source, persistence.
+//   Countdowns   one ticker for many countdowns, flash sales, cooldowns that
+//                survive a restart.
 //   timerkit     the command: `timerkit clocks`, `timerkit trusted-time`.
 //
 // No package dependencies. The benchmarks, which compare TimerKit with
@@ -28,6 +30,7 @@ let package = Package(
         .library(name: "CTimerCore", targets: ["CTimerCore"]),
         .library(name: "TimerKit", targets: ["TimerKit"]),
         .library(name: "TrustedTime", targets: ["TrustedTime"]),
+        .library(name: "Countdowns", targets: ["Countdowns"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
     ],
     targets: [
@@ -58,9 +61,13 @@ let package = Package(
             name: "TrustedTime",
             dependencies: ["TimerKit", "CTimerCore", "CTimerSNTP"]
         ),
+        .target(
+            name: "Countdowns",
+            dependencies: ["TimerKit", "TrustedTime"]
+        ),
         .executableTarget(
             name: "timerkit",
-            dependencies: ["TimerKit", "TrustedTime", "CTimerCore"]
+            dependencies: ["TimerKit", "TrustedTime", "Countdowns", "CTimerCore"]
         ),
         .testTarget(
             name: "TimerKitTests",
@@ -69,6 +76,10 @@ let package = Package(
         .testTarget(
             name: "TrustedTimeTests",
             dependencies: ["TrustedTime", "TimerKit"]
+        ),
+        .testTarget(
+            name: "CountdownsTests",
+            dependencies: ["Countdowns", "TrustedTime", "TimerKit"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -76,3 +76,24 @@ extension TimerLoop {
         try timer.schedule(on: self, modes: modeSet(modes))
     }
 }
+
+extension TimerLoop {
+    /// Suspends until `clock` reads `deadline` on this loop (on a manual loop:
+    /// until its time is moved there), at most `tolerance` later; the loop's
+    /// thread resumes the task. The sleep is served in every mode.
+    ///
+    /// ```swift
+    /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))
+    /// ```
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled first (the
+    ///   sleep's timer leaves the loop at once); ``TimerError`` if the loop
+    ///   cannot take the timer, or its thread's run failed (see ``failure``).
+    public func sleep<Clock: TimerClock>(until deadline: ClockInstant<Clock>, tolerance: Duration? = nil)
+        async throws
+    {
+        if Clock.self == ManualClock.self && !isManual { throw TimerError.notManual }
+        try await Sleeper.sleep(
+            on: self, clock: Clock.clockID, until: deadline.nanoseconds, tolerance: tolerance)
+    }
+}

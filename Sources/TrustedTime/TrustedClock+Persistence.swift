@@ -105,6 +105,7 @@ extension TrustedClock {
             if state.unsyncedBaseline == nil { state.unsyncedBaseline = contents.unsyncedBaseline }
             if state.pendingChange == nil { state.pendingChange = contents.pendingChange }
         }
+        samplesChanged()
         return .restored(samples: contents.samples.count)
     }
 }

@@ -153,6 +153,9 @@ public final class TrustedClock: Clock, Sendable {
         var handler: (@Sendable (WallClockChange) -> Void)?
         var streams: [UInt64: AsyncStream<WallClockChange>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
+        /// Told after every change of the samples in use (sync, restore,
+        /// reset): what the package's countdowns re-plan on.
+        var sampleObservers: [UInt64: @Sendable () -> Void] = [:]
     }
 
     /// A clock with no sample yet, reading `readings` (the machine's clocks by
@@ -248,12 +251,44 @@ public final class TrustedClock: Clock, Sendable {
     public var needsSync: Bool { refreshReason != nil }
 
     /// The current time and the boot-clock reading it was derived from.
-    func reading() -> (time: TrustedTime, boot: BootClock.Instant) {
+    package func reading() -> (time: TrustedTime, boot: BootClock.Instant) {
         let boot = readings.boot
         if let best = state.withLock({ $0.best }) {
             return (time(at: boot, from: best), boot)
         }
         return (TrustedTime(sinceEpoch: readings.wall, errorBound: nil, source: .wallClockFallback), boot)
+    }
+
+    /// Server time at the boot-clock instant `boot`: from the sample in use,
+    /// or the wall clock now, moved by the boot clock's time from now to
+    /// `boot`, before any sync.
+    package func time(atBoot boot: BootClock.Instant) -> TrustedTime {
+        if let best = state.withLock({ $0.best }) { return time(at: boot, from: best) }
+        let now = readings.boot
+        return TrustedTime(
+            sinceEpoch: readings.wall + (boot - now), errorBound: nil, source: .wallClockFallback)
+    }
+
+    /// Calls `observer` (on the thread that made the change) after every
+    /// change of the samples the clock uses: a sync, a restore, a reset.
+    /// Returns a key for ``removeSampleObserver(_:)``.
+    package func addSampleObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64 {
+        state.withLock { state in
+            let key = state.nextStreamID
+            state.nextStreamID += 1
+            state.sampleObservers[key] = observer
+            return key
+        }
+    }
+
+    /// Stops calling an observer added with ``addSampleObserver(_:)``.
+    package func removeSampleObserver(_ key: UInt64) {
+        _ = state.withLock { $0.sampleObservers.removeValue(forKey: key) }
+    }
+
+    /// Tells the sample observers (no lock held).
+    func samplesChanged() {
+        for observer in state.withLock({ Array($0.sampleObservers.values) }) { observer() }
     }
 
     /// Server time at the boot-clock instant `boot`, from `sample`.
@@ -334,6 +369,7 @@ public final class TrustedClock: Clock, Sendable {
             return (time(at: boot, from: state.best!), change, listeners(state, change))
         }
         deliver(change, to: targets)
+        samplesChanged()
         return result
     }
 
@@ -350,6 +386,7 @@ public final class TrustedClock: Clock, Sendable {
             state.unsyncedBaseline = nil
             state.pendingChange = nil
         }
+        samplesChanged()
     }
 
     /// The sample with the smallest error bound at the newest midpoint.

@@ -1,0 +1,423 @@
+import TimerKit
+import TrustedTime
+
+/// One ticker for all its countdowns: a countdown is an end on a time base,
+/// remaining time is always read from the clock, and only what is observed
+/// costs anything per tick.
+///
+/// ```swift
+/// let center = try CountdownCenter(loop: loop)                  // boot clock: counts suspend
+/// let sale = center.add(remaining: .seconds(79_836), measuredAt: received)
+/// let watching = try center.observe(sale) { event in
+///     switch event {
+///     case .tick(let tick): label.show(seconds: tick.value)
+///     case .ended: page.reload()
+///     }
+/// }
+/// ```
+///
+/// **Ends.** Every countdown's end is delivered exactly once, never early,
+/// whether anyone observes it or not: the ends wait in a deadline heap
+/// (O(log n) to add, remove or end one) and the center's one timer is armed
+/// for the earliest. An end that passed while the machine was suspended is
+/// delivered as soon as it resumes, with its lateness. ``onEnd(_:)`` hears
+/// every end; an observer of a countdown or of its group hears its own.
+///
+/// **Ticks.** An observation of one countdown ticks exactly when its
+/// displayed value changes: its remaining time rounded up to the
+/// granularity, so ticks fall on whole seconds (or units) of remaining time.
+/// An observation of a group, or of the whole center, ticks on the grid of
+/// its granularity on the time base, and reads remaining times with
+/// ``remaining(_:at:)``. A late tick says how many it skipped. Nothing ticks
+/// while nothing is observed: cancelling the last observation stops the
+/// ticker.
+///
+/// **Time bases.** On the boot clock (`CLOCK_BOOTTIME`, which counts suspend
+/// and which nobody can set), or on a `TrustedClock`'s server time, so that a
+/// user who sets the wall clock moves no countdown. With a trusted clock, a
+/// re-sync that moves server time re-plans every end at once, and
+/// ``onTimeBaseJump(threshold:_:)`` hears large moves.
+///
+/// Events are delivered on the center's loop, in the modes given (by default
+/// the common modes, so a list in `LoopMode.tracking` keeps counting), with no
+/// lock held: handlers may add, remove and observe.
+///
+/// Thread safety: every member may be used from any thread.
+public final class CountdownCenter: Sendable {
+    /// What the center's countdowns end on.
+    public enum TimeBase: Sendable {
+        /// The boot clock (`CLOCK_BOOTTIME`) of the center's loop.
+        case boot
+        /// Server time, from a `TrustedClock` (whose readings should be the
+        /// loop's: `SystemClockReadings` for a real loop,
+        /// `LoopClockReadings` for a manual one).
+        case trusted(TrustedClock)
+    }
+
+    /// The loop events are delivered on.
+    public let loop: TimerLoop
+
+    /// What the center's countdowns end on.
+    public let timeBase: TimeBase
+
+    let state: ThreadLocked<CenterState>
+    private let timer: LoopTimer<BootClock>
+    private let sampleObserver: UInt64?
+
+    /// The last center's number.
+    private static let numbers = ThreadLocked<UInt32>(0)
+
+    /// Longer than any wait: the timer's "not armed".
+    private static let idleInterval = Duration.seconds(365 * 86_400)
+
+    /// A center on `timeBase`, delivering on `loop` in `modes`.
+    ///
+    /// - Throws: ``CountdownError/timer(_:)`` if the loop refuses the
+    ///   center's timer (a mode error, for example).
+    public init(loop: TimerLoop, timeBase: TimeBase = .boot, modes: [LoopMode] = [.common])
+        throws(CountdownError)
+    {
+        self.loop = loop
+        self.timeBase = timeBase
+        state = ThreadLocked(CenterState(center: Self.numbers.withLock { number in
+            number &+= 1
+            return number
+        }))
+        let weakCenter = WeakCenter()
+        do {
+            timer = try LoopTimer(
+                fireAt: loop.now(.boot) + Self.idleInterval, repeating: Self.idleInterval
+            ) { _, _ in
+                weakCenter.center?.serve()
+            }
+            try loop.add(timer, in: modes)
+        } catch {
+            throw .timer(error)
+        }
+        if case .trusted(let clock) = timeBase {
+            sampleObserver = clock.addSampleObserver { weakCenter.center?.timeBaseChanged() }
+        } else {
+            sampleObserver = nil
+        }
+        weakCenter.center = self
+        if case .trusted = timeBase {
+            state.withLock { $0.baseOffset = currentOffset().offset }
+        }
+    }
+
+    deinit {
+        timer.invalidate()
+        if case .trusted(let clock) = timeBase, let sampleObserver {
+            clock.removeSampleObserver(sampleObserver)
+        }
+    }
+
+    // MARK: Time
+
+    /// The time base now, in nanoseconds, with the boot-clock reading it
+    /// belongs to.
+    func now() -> (base: Int64, boot: BootClock.Instant) {
+        switch timeBase {
+        case .boot:
+            let boot = loop.now(.boot)
+            return (boot.offset.saturatingNanoseconds, boot)
+        case .trusted(let clock):
+            let reading = clock.reading()
+            return (reading.time.sinceEpoch.saturatingNanoseconds, reading.boot)
+        }
+    }
+
+    /// Base time minus boot time now (0 on the boot clock).
+    private func currentOffset() -> (offset: Int64, boot: BootClock.Instant) {
+        let (base, boot) = now()
+        return (base &- boot.offset.saturatingNanoseconds, boot)
+    }
+
+    /// `instant` of the boot clock on the time base.
+    func base(of instant: BootClock.Instant) -> Int64 {
+        switch timeBase {
+        case .boot: instant.offset.saturatingNanoseconds
+        case .trusted(let clock): clock.time(atBoot: instant).sinceEpoch.saturatingNanoseconds
+        }
+    }
+
+    // MARK: Adding and removing
+
+    /// Makes a group for countdowns observed together.
+    public func makeGroup() -> CountdownGroup {
+        state.withLock { $0.makeGroup() }
+    }
+
+    /// Adds a countdown that ends at `end` of the boot clock (placed in
+    /// server time, through the trusted clock, on a trusted center).
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public func add(endingAt end: BootClock.Instant, in group: CountdownGroup? = nil) -> Countdown {
+        insert(end: base(of: end), group: group)
+    }
+
+    /// Adds a countdown that ends at `end`, a server-time instant.
+    ///
+    /// - Throws: ``CountdownError/needsTrustedClock`` on a boot-clock center.
+    /// - Complexity: O(log n).
+    @discardableResult
+    public func add(endingAt end: TrustedTime, in group: CountdownGroup? = nil)
+        throws(CountdownError) -> Countdown
+    {
+        guard case .trusted = timeBase else { throw .needsTrustedClock }
+        return insert(end: end.sinceEpoch.saturatingNanoseconds, group: group)
+    }
+
+    /// Adds a countdown from a server's "remaining" figure (the seeds'
+    /// `miaoshaRemainTime`): it ends `remaining` after `measuredAt`, the
+    /// boot-clock instant the server's reply arrived (now, by default).
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public func add(
+        remaining: Duration, measuredAt: BootClock.Instant? = nil, in group: CountdownGroup? = nil
+    ) -> Countdown {
+        let start = measuredAt ?? loop.now(.boot)
+        return insert(end: base(of: start).addingSaturating(remaining.saturatingNanoseconds), group: group)
+    }
+
+    private func insert(end: Int64, group: CountdownGroup?) -> Countdown {
+        state.withLock { state in
+            // Another center's group is no group here.
+            let id = group.flatMap { state.hasGroup($0) ? $0.id : nil } ?? 0
+            let countdown = state.insert(end: end, group: id)
+            rearm(&state)
+            return countdown
+        }
+    }
+
+    /// Removes a countdown before its end: no end event comes for it, and
+    /// its observations end. Returns whether it was there.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public func remove(_ countdown: Countdown) -> Bool {
+        state.withLock { state in
+            guard state.remove(countdown) else { return false }
+            rearm(&state)
+            return true
+        }
+    }
+
+    /// How many countdowns have yet to end.
+    public var count: Int {
+        state.withLock { $0.live }
+    }
+
+    /// Whether `countdown` has yet to end.
+    public func contains(_ countdown: Countdown) -> Bool {
+        state.withLock { $0.end(of: countdown) != nil }
+    }
+
+    /// The time left until `countdown` ends, read from the clock now; `nil`
+    /// if it is not in the center (it ended, or was removed).
+    public func remaining(_ countdown: Countdown) -> Duration? {
+        let now = now().base
+        guard let end = state.withLock({ $0.end(of: countdown) }) else { return nil }
+        return .nanoseconds(max(0, end.subtractingSaturating(now)))
+    }
+
+    /// The time `countdown` had left at `tick` (of a group or of the center),
+    /// so that a page redraws every cell for the same moment; `nil` if it is
+    /// not in the center.
+    public func remaining(_ countdown: Countdown, at tick: CenterTick) -> Duration? {
+        guard let end = state.withLock({ $0.end(of: countdown) }) else { return nil }
+        return .nanoseconds(max(0, end.subtractingSaturating(tick.time)))
+    }
+
+    // MARK: Observing
+
+    /// Calls `handler` on the center's loop each time `countdown`'s displayed
+    /// value (its remaining time rounded up to `granularity`) changes, and
+    /// once when it ends, after which the observation is over. The ticker
+    /// runs while any observation is alive: cancel it, or drop it.
+    ///
+    /// - Throws: ``CountdownError/noSuchCountdown(_:)``,
+    ///   ``CountdownError/invalidGranularity(_:)``.
+    public func observe(
+        _ countdown: Countdown, every granularity: Duration = .seconds(1),
+        _ handler: @escaping @Sendable (CountdownEvent) -> Void
+    ) throws(CountdownError) -> CountdownObservation {
+        let step = try Self.granularity(granularity)
+        let now = now().base
+        let key = try state.withLock { (state) throws(CountdownError) -> UInt64 in
+            guard let end = state.end(of: countdown) else { throw .noSuchCountdown(countdown) }
+            let key = state.observe(
+                .countdown(countdown), step: step,
+                next: CenterState.nextChange(end: end, step: step, now: now),
+                value: CenterState.displayedValue(remaining: end.subtractingSaturating(now), step: step),
+                handler: .countdown(handler))
+            rearm(&state)
+            return key
+        }
+        return CountdownObservation(center: self, key: key)
+    }
+
+    /// Calls `handler` on the center's loop at every point of the
+    /// `granularity` grid of the time base while the observation is alive,
+    /// and at the end of each countdown of `group`.
+    ///
+    /// - Throws: ``CountdownError/noSuchGroup(_:)``,
+    ///   ``CountdownError/invalidGranularity(_:)``.
+    public func observe(
+        _ group: CountdownGroup, every granularity: Duration = .seconds(1),
+        _ handler: @escaping @Sendable (GroupEvent) -> Void
+    ) throws(CountdownError) -> CountdownObservation {
+        let step = try Self.granularity(granularity)
+        let now = now().base
+        let key = try state.withLock { (state) throws(CountdownError) -> UInt64 in
+            guard state.hasGroup(group) else { throw .noSuchGroup(group) }
+            let key = state.observe(
+                .group(group.id), step: step, next: CenterState.nextGridPoint(step: step, now: now),
+                handler: .group(handler))
+            rearm(&state)
+            return key
+        }
+        return CountdownObservation(center: self, key: key)
+    }
+
+    /// Calls `handler` on the center's loop at every point of the
+    /// `granularity` grid of the time base while the observation is alive:
+    /// the seeds' center-wide notification, for views that redraw whatever
+    /// they show.
+    ///
+    /// - Throws: ``CountdownError/invalidGranularity(_:)``.
+    public func observeAll(
+        every granularity: Duration = .seconds(1), _ handler: @escaping @Sendable (CenterTick) -> Void
+    ) throws(CountdownError) -> CountdownObservation {
+        let step = try Self.granularity(granularity)
+        let now = now().base
+        let key = state.withLock { state in
+            let key = state.observe(
+                .all, step: step, next: CenterState.nextGridPoint(step: step, now: now),
+                handler: .all(handler))
+            rearm(&state)
+            return key
+        }
+        return CountdownObservation(center: self, key: key)
+    }
+
+    /// Calls `handler` on the center's loop for every countdown's end,
+    /// observed or not; `nil` removes it.
+    public func onEnd(_ handler: (@Sendable (CountdownEnd) -> Void)?) {
+        state.withLock { $0.endHandler = handler }
+    }
+
+    /// Calls `handler` on the center's loop whenever a re-sync of the
+    /// center's trusted clock moves server time by more than `threshold`;
+    /// `nil` removes it. (Every end is re-planned at once whatever the move.)
+    public func onTimeBaseJump(
+        threshold: Duration = .seconds(1), _ handler: (@Sendable (TimeBaseJump) -> Void)?
+    ) {
+        state.withLock { state in
+            state.jumpHandler = handler
+            state.jumpThreshold = max(0, threshold.saturatingNanoseconds)
+        }
+    }
+
+    /// Whether any observation is alive, so that the ticker runs.
+    public var isTicking: Bool {
+        state.withLock { !$0.observers.isEmpty }
+    }
+
+    /// Ends an observation (``CountdownObservation/cancel()``).
+    func cancel(_ key: UInt64) {
+        state.withLock { state in
+            if state.unobserve(key) { rearm(&state) }
+        }
+    }
+
+    private static func granularity(_ granularity: Duration) throws(CountdownError) -> Int64 {
+        let step = granularity.saturatingNanoseconds
+        guard step >= 1 else { throw .invalidGranularity(granularity) }
+        return step
+    }
+
+    // MARK: Serving
+
+    /// Arms the timer for the earliest end or tick, if that changed.
+    private func rearm(_ state: inout CenterState) {
+        guard let next = state.nextWake() else {
+            if state.armed != nil {
+                state.armed = nil
+                setTimer(loop.now(.boot) + Self.idleInterval)
+            }
+            return
+        }
+        if let armed = state.armed, armed == next { return }
+        state.armed = next
+        let (baseNow, boot) = now()
+        let wait = next.subtractingSaturating(baseNow)
+        setTimer(boot + .nanoseconds(max(0, wait)))
+    }
+
+    private func setTimer(_ fireDate: BootClock.Instant) {
+        do {
+            try timer.setFireDate(fireDate)
+        } catch {
+            // Only an invalidated timer refuses, and only deinit invalidates it.
+            preconditionFailure("the countdown center's timer refused a fire date: \(error)")
+        }
+    }
+
+    /// The timer fired: deliver the ends and ticks that are due.
+    func serve() {
+        let now = now().base
+        let deliveries = state.withLock { state in
+            let deliveries = state.collectDue(now: now)
+            state.armed = nil
+            rearm(&state)
+            return deliveries
+        }
+        for delivery in deliveries { delivery() }
+    }
+
+    /// The trusted clock's samples changed: re-plan, and tell of a jump.
+    func timeBaseChanged() {
+        let offset = currentOffset().offset
+        let jump = state.withLock { state -> (@Sendable () -> Void)? in
+            let change = offset.subtractingSaturating(state.baseOffset)
+            state.baseOffset = offset
+            state.armed = nil
+            rearm(&state)
+            guard let handler = state.jumpHandler, change.magnitude > UInt64(state.jumpThreshold) else {
+                return nil
+            }
+            let event = TimeBaseJump(change: .nanoseconds(change))
+            return { handler(event) }
+        }
+        guard let jump else { return }
+        // On the center's loop, like every other event.
+        do {
+            try loop.perform(after: .zero, in: .common) { jump() }
+        } catch {
+            jump()  // a loop that refuses work: tell at once rather than never
+        }
+    }
+}
+
+/// The center's timer's weak way back (the center owns the timer).
+private final class WeakCenter: @unchecked Sendable {
+    // Written once in the center's initializer, before the timer can fire.
+    weak var center: CountdownCenter?
+}
+
+extension Int64 {
+    /// `self + other`, saturating at the bounds.
+    func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+
+    /// `self - other`, saturating at the bounds.
+    func subtractingSaturating(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        return overflow ? (other < 0 ? .max : .min) : difference
+    }
+}

@@ -1,0 +1,214 @@
+import Glibc
+import Testing
+import TimerKit
+import TrustedTime
+
+@testable import Countdowns
+
+// Exact sequences on a manual loop: what a display shows at every tick, ends
+// exactly once and never early, a suspend (the boot clock moved alone), a
+// wall-clock step, the ticker stopping when nothing is observed.
+
+/// Events in arrival order, with the loop's boot time at each.
+final class Recorder: @unchecked Sendable {
+    private let lock = Locked<[String]>([])
+    var all: [String] { lock.value }
+    func append(_ line: String) { lock.withLock { $0.append(line) } }
+}
+
+/// Seconds (with up to three decimals) of a duration, for compact logs.
+func secs(_ duration: Duration) -> String {
+    let ms = duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
+    return ms % 1_000 == 0 ? "\(ms / 1_000)" : "\(Double(ms) / 1_000)"
+}
+
+@Suite("CountdownCenter on a manual loop")
+struct CountdownCenterTests {
+    @Test("a display ticks on whole seconds of remaining time, and the end comes once")
+    func ticksOnWholeSeconds() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let log = Recorder()
+        // 3.5 s from now: the display shows 4, then 3 at 0.5 s, 2 at 1.5 s ...
+        let countdown = center.add(endingAt: loop.now(.boot) + .milliseconds(3_500))
+        let observation = try center.observe(countdown) { event in
+            let at = secs(loop.now(.boot).offset - .seconds(1_000))
+            switch event {
+            case .tick(let tick): log.append("\(at): \(tick.value) (\(secs(tick.remaining)) left)")
+            case .ended(let end): log.append("\(at): ended, late \(secs(end.lateness))")
+            }
+        }
+        #expect(center.isTicking)
+        try loop.advance(by: .seconds(10))
+        #expect(log.all == [
+            "0.5: 3 (3 left)", "1.5: 2 (2 left)", "2.5: 1 (1 left)", "3.5: ended, late 0",
+        ])
+        #expect(!center.contains(countdown))
+        #expect(center.remaining(countdown) == nil)
+        #expect(!center.isTicking, "the observation ended with its countdown")
+        observation.cancel()
+    }
+
+    @Test("unobserved countdowns fire their ends exactly once, in order, and cost no tick")
+    func unobservedEnds() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let ends = Recorder()
+        center.onEnd { end in ends.append("\(end.countdown) at \(secs(loop.now(.boot).offset))") }
+        let a = center.add(endingAt: loop.now(.boot) + .seconds(30))
+        let b = center.add(endingAt: loop.now(.boot) + .seconds(10))
+        let c = center.add(remaining: .seconds(20))
+        #expect(center.count == 3)
+        #expect(!center.isTicking)
+        let before = loop.statistics.wakeups
+        try loop.advance(by: .seconds(60))
+        #expect(ends.all == ["\(b) at 10", "\(c) at 20", "\(a) at 30"])
+        #expect(loop.statistics.wakeups - before == 3, "one wake-up an end, no ticks")
+        #expect(center.count == 0)
+    }
+
+    @Test("a suspend: ends that passed while the boot clock moved alone come at once, with their lateness")
+    func suspend() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let ends = Recorder()
+        center.onEnd { end in ends.append("late \(secs(end.lateness))") }
+        center.add(endingAt: loop.now(.boot) + .seconds(5))
+        center.add(endingAt: loop.now(.boot) + .seconds(50))
+        // The machine sleeps an hour: the boot clock moves, the monotonic one does not.
+        try loop.setManualTime(to: loop.now(.boot) + .seconds(3_600))
+        try loop.advance(by: .zero)
+        #expect(ends.all == ["late 3595", "late 3550"])
+    }
+
+    @Test("a wall-clock step moves nothing on the boot clock")
+    func wallClockStepMovesNothing() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let countdown = center.add(remaining: .seconds(60))
+        try loop.setManualTime(to: loop.now(.wall) - .seconds(3_600))  // set back an hour
+        try loop.advance(by: .seconds(10))
+        #expect(center.remaining(countdown) == .seconds(50))
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(86_400))  // a day ahead
+        try loop.advance(by: .zero)
+        #expect(center.remaining(countdown) == .seconds(50))
+    }
+
+    @Test("a late loop: the tick says how many values it skipped")
+    func skippedTicks() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let ticks = Recorder()
+        let countdown = center.add(remaining: .seconds(10))
+        let observation = try center.observe(countdown) { event in
+            if case .tick(let tick) = event { ticks.append("\(tick.value) skipped \(tick.skipped)") }
+        }
+        try loop.advance(by: .seconds(1))  // 9
+        // The loop runs only in .tracking for 3.5 s (the center is in the common
+        // modes, so it still ticks); then a mode outside them for 2 s.
+        try loop.advance(by: .milliseconds(3_500), mode: .tracking)  // 8, 7, 6
+        try loop.advance(by: .seconds(2), mode: "elsewhere")  // nothing while away
+        try loop.advance(by: .zero)  // back: 3.5 s left, shows 4: skipped 5 and 6? no: 5 only
+        #expect(ticks.all == ["9 skipped 0", "8 skipped 0", "7 skipped 0", "6 skipped 0", "4 skipped 1"])
+        observation.cancel()
+    }
+
+    @Test("group and center-wide ticks come on the grid of the time base; remaining(at:) reads them")
+    func groupTicks() throws {
+        let loop = try TimerLoop.manual(startingAt: .milliseconds(100_250))
+        let center = try CountdownCenter(loop: loop)
+        let page = center.makeGroup()
+        let first = center.add(remaining: .seconds(3), in: page)
+        let second = center.add(remaining: .milliseconds(4_500), in: page)
+        let log = Recorder()
+        let observation = try center.observe(page) { event in
+            switch event {
+            case .tick(let tick):
+                let values = [first, second].map { center.remaining($0, at: tick).map(secs) ?? "-" }
+                log.append("tick \(secs(.nanoseconds(tick.time))): \(values.joined(separator: " "))")
+            case .ended(let end):
+                log.append("ended \(end.countdown == first ? "first" : "second")")
+            }
+        }
+        let all = Recorder()
+        let everything = try center.observeAll(every: .seconds(2)) { tick in
+            all.append("all \(secs(.nanoseconds(tick.time)))")
+        }
+        try loop.advance(by: .seconds(5))
+        #expect(log.all == [
+            "tick 101: 2.25 3.75", "tick 102: 1.25 2.75", "tick 103: 0.25 1.75", "ended first",
+            "tick 104: - 0.75", "ended second", "tick 105: - -",
+        ])
+        #expect(all.all == ["all 102", "all 104"])
+        observation.cancel()
+        everything.cancel()
+        #expect(!center.isTicking)
+    }
+
+    @Test("the ticker runs only while something is observed")
+    func tickerRefCount() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        center.add(remaining: .seconds(3_600))
+        var observations: [CountdownObservation] = []
+        for _ in 0..<3 { observations.append(try center.observeAll { _ in }) }
+        #expect(center.isTicking)
+        observations.removeLast()
+        observations[0].cancel()
+        #expect(center.isTicking)
+        observations.removeAll()  // dropped: cancelled
+        #expect(!center.isTicking)
+        let before = loop.statistics.wakeups
+        try loop.advance(by: .seconds(600))
+        #expect(loop.statistics.wakeups == before, "nothing observed, no end due: no wake-up")
+    }
+
+    @Test("removing a countdown: no end comes, and its observation ends")
+    func remove() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let events = Recorder()
+        center.onEnd { _ in events.append("end") }
+        let countdown = center.add(remaining: .seconds(5))
+        let observation = try center.observe(countdown) { _ in events.append("event") }
+        #expect(center.remove(countdown))
+        #expect(!center.remove(countdown))
+        try loop.advance(by: .seconds(10))
+        #expect(events.all.isEmpty)
+        #expect(!center.isTicking)
+        #expect(throws: CountdownError.noSuchCountdown(countdown)) {
+            try center.observe(countdown) { _ in }
+        }
+        observation.cancel()
+    }
+
+    @Test("bad input is refused and changes nothing")
+    func errors() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let countdown = center.add(remaining: .seconds(5))
+        #expect(throws: CountdownError.invalidGranularity(.zero)) {
+            try center.observe(countdown, every: .zero) { _ in }
+        }
+        #expect(throws: CountdownError.invalidGranularity(.nanoseconds(1) / 2)) {
+            try center.observeAll(every: .nanoseconds(1) / 2) { _ in }
+        }
+        #expect(throws: CountdownError.needsTrustedClock) {
+            try center.add(endingAt: TrustedTime(sinceEpoch: .seconds(1)))
+        }
+        // Another center's handles and groups name nothing here, even when
+        // their numbers match.
+        let other = try CountdownCenter(loop: loop)
+        let foreignGroup = other.makeGroup()
+        let foreign = other.add(remaining: .seconds(5))
+        _ = center.makeGroup()
+        #expect(throws: CountdownError.noSuchGroup(foreignGroup)) { try center.observe(foreignGroup) { _ in } }
+        #expect(throws: CountdownError.noSuchCountdown(foreign)) { try center.observe(foreign) { _ in } }
+        #expect(!center.remove(foreign))
+        #expect(center.remaining(foreign) == nil)
+        #expect(other.remaining(foreign) == .seconds(5))
+        #expect(center.count == 1)
+        #expect(!center.isTicking)
+        #expect(throws: CountdownError.timer(.noModes)) { try CountdownCenter(loop: loop, modes: []) }
+    }
+}

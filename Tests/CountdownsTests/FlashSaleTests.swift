@@ -1,0 +1,116 @@
+import Testing
+import TimerKit
+import TrustedTime
+
+@testable import Countdowns
+
+// Flash sales on a manual loop: from a server's "remaining" payload (boot
+// clock) and from a server start instant (trusted clock); wall-clock steps
+// move neither; a re-sync that moves server time re-plans the end and tells.
+
+/// A trusted clock on `loop`'s manual clocks, synced so that server time is
+/// `serverNow` at the loop's boot time now (a 2 ms exchange).
+func syncedClock(on loop: TimerLoop, serverNow: Duration) throws -> TrustedClock {
+    let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
+    let received = loop.now(.boot)
+    try clock.sync(with: TimeSample(
+        serverTime: serverNow - .milliseconds(1), sentAt: received - .milliseconds(2),
+        receivedAt: received))
+    return clock
+}
+
+@Suite("Flash sales")
+struct FlashSaleTests {
+    @Test("from the server's remaining seconds: ends exactly once, whatever the wall clock does")
+    func fromRemaining() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let center = try CountdownCenter(loop: loop)
+        let received = loop.now(.boot)
+        try loop.advance(by: .milliseconds(300))  // the payload is handled a little later
+        let sale = FlashSale(center: center, remaining: .seconds(79_836), receivedAt: received)
+        #expect(sale.remaining == .milliseconds(79_835_700))
+        let ended = Locked(0)
+        let observation = try sale.observe(every: .seconds(3_600)) { event in
+            if case .ended = event { ended.withLock { $0 += 1 } }
+        }
+        // The user sets the clock a day ahead, then back a week: nothing moves.
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(86_400))
+        try loop.advance(by: .seconds(1_000))
+        try loop.setManualTime(to: loop.now(.wall) - .seconds(7 * 86_400))
+        try loop.advance(by: .seconds(1_000))
+        #expect(sale.remaining == .milliseconds(77_835_700))
+        try loop.advance(by: .seconds(100_000))
+        #expect(ended.value == 1)
+        #expect(sale.hasEnded)
+        #expect(sale.remaining == nil)
+        observation.cancel()
+    }
+
+    @Test("from the server's start instant on a trusted clock: the wall clock moves nothing")
+    func fromServerInstant() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let sale = try FlashSale(center: center, at: TrustedTime(sinceEpoch: .seconds(1_767_297_600)))
+        #expect(sale.remaining == .seconds(600))
+        let log = Locked<[String]>([])
+        let observation = try sale.observe(every: .seconds(60)) { event in
+            switch event {
+            case .tick(let tick): log.withLock { $0.append("\(tick.value)") }
+            case .ended(let end): log.withLock { $0.append("ended late \(end.lateness)") }
+            }
+        }
+        try loop.setManualTime(to: loop.now(.wall) - .seconds(3_600))  // the user sets it back
+        try loop.advance(by: .seconds(300))
+        #expect(sale.remaining == .seconds(300))
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(86_400))
+        try loop.advance(by: .seconds(300))
+        #expect(log.value == ["9", "8", "7", "6", "5", "4", "3", "2", "1", "ended late 0.0 seconds"])
+        observation.cancel()
+    }
+
+    @Test("a re-sync that moves server time re-plans the end at once, and a large move is told")
+    func resyncJump() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let sale = try FlashSale(center: center, at: TrustedTime(sinceEpoch: .seconds(1_767_297_600)))
+        let jumps = Locked<[Duration]>([])
+        sale.onServerTimeJump(threshold: .seconds(5)) { jump in jumps.withLock { $0.append(jump.change) } }
+        let ends = Locked<[Duration]>([])
+        center.onEnd { _ in ends.withLock { $0.append(loop.now(.boot).offset) } }
+        try loop.advance(by: .seconds(100))
+        // A new, better sample says the server is 20 s ahead of what we thought.
+        let received = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_120) - .microseconds(100),
+            sentAt: received - .microseconds(200), receivedAt: received))
+        try loop.advance(by: .zero)
+        #expect(jumps.value.count == 1)
+        #expect(abs((jumps.value.first ?? .zero) - .seconds(20)) < .milliseconds(2))
+        #expect(sale.remaining! <= .seconds(480) && sale.remaining! > .milliseconds(479_990))
+        // A small re-sync re-plans without telling.
+        try loop.advance(by: .seconds(10))
+        let again = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_131) - .microseconds(50), sentAt: again - .microseconds(100),
+            receivedAt: again))
+        try loop.advance(by: .zero)
+        #expect(jumps.value.count == 1)
+        try loop.advance(by: .seconds(1_000))
+        #expect(ends.value.count == 1)
+        // It ended when server time reached the start, about 469 s after the re-sync at 5,110 s.
+        #expect(abs(ends.value[0] - .seconds(5_579)) < .milliseconds(10))
+    }
+
+    @Test("a payload sale on a trusted center needs no sync to be right")
+    func payloadOnTrustedCenter() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(100))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_000_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let sale = FlashSale(center: center, remaining: .seconds(30), receivedAt: loop.now(.boot))
+        try loop.advance(by: .seconds(10))
+        let remaining = try #require(sale.remaining)
+        #expect(abs(remaining - .seconds(20)) < .milliseconds(2))
+    }
+}
