@@ -54,6 +54,8 @@ struct CenterState {
     }
 
     private(set) var observers: [UInt64: Observer] = [:]
+    /// The observations by next tick.
+    private var tickQueue = TickQueue()
     /// The observations of each observed countdown's slot.
     private var slotObservers: [UInt32: [UInt64]] = [:]
     private var nextObserverKey: UInt64 = 1
@@ -137,6 +139,7 @@ struct CenterState {
             slotObservers[countdown.slot, default: []].append(key)
         }
         observers[key] = Observer(target: target, step: step, next: next, value: value, handler: handler)
+        if next != .max { tickQueue.push(key, at: next) }
         return key
     }
 
@@ -177,12 +180,17 @@ struct CenterState {
     // MARK: Serving
 
     /// The earliest end or tick, on the time base; `nil` if there is none.
-    func nextWake() -> Int64? {
-        var next = heap.top?.deadline
-        for observer in observers.values where observer.next != .max {
-            next = min(next ?? .max, observer.next)
-        }
-        return next
+    mutating func nextWake() -> Int64? {
+        let tick = nextTick()
+        guard let end = heap.top?.deadline else { return tick?.next }
+        return min(end, tick?.next ?? .max)
+    }
+
+    /// The observation that ticks first, dropping queue entries that went
+    /// stale (the observation ended, or its next tick moved).
+    private mutating func nextTick() -> (key: UInt64, next: Int64)? {
+        let observers = observers
+        return tickQueue.first { key, next in observers[key]?.next == next }
     }
 
     /// Takes every end due at `now` out of the heap and every tick due, and
@@ -215,8 +223,14 @@ struct CenterState {
                 }
             }
         }
-        // Ticks.
-        for (key, var observer) in observers where observer.next <= now {
+        // Ticks: the observations due, from the queue.
+        var due: [UInt64] = []
+        while let (key, next) = nextTick(), next <= now {
+            tickQueue.removeFirst()
+            due.append(key)
+        }
+        for key in due {
+            guard var observer = observers[key] else { continue }
             switch (observer.target, observer.handler) {
             case (.countdown(let countdown), .countdown(let handler)):
                 guard let end = end(of: countdown) else { continue }
@@ -241,6 +255,7 @@ struct CenterState {
                 continue
             }
             observers[key] = observer
+            if observer.next != .max { tickQueue.push(key, at: observer.next) }
         }
         return deliveries
     }

@@ -17,6 +17,27 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidDuration(Duration)
     /// The center's loop refused its timer.
     case timer(TimerError)
+    /// A cooldown's key must be 1 to 256 bytes of UTF-8.
+    case invalidKey(String)
+    /// ``Cooldowns`` was made without a file to save to or restore from.
+    case noStateFile
+
+    // MARK: Saved cooldowns
+
+    /// There is no saved state at this path.
+    case stateFileNotFound(String)
+    /// The file ends before the state it announces.
+    case stateFileTruncated
+    /// The file has the format but cannot be used: a bad checksum,
+    /// inconsistent lengths or impossible values. The text says which.
+    case stateFileCorrupt(String)
+    /// The file is not a TimerKit cooldown state at all.
+    case notAStateFile
+    /// The file was written by a newer version of the format than this
+    /// library reads.
+    case stateFileFromNewerVersion(UInt16)
+    /// Reading or writing the file failed (the call and its errno).
+    case system(SystemError)
 
     /// A sentence saying what went wrong.
     public var description: String {
@@ -28,6 +49,15 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
             "a granularity must be at least 1 ns, not \(granularity)"
         case .invalidDuration(let duration): "a cooldown must last at least 1 ns, not \(duration)"
         case .timer(let error): error.description
+        case .invalidKey(let key): "a cooldown's key must be 1 to 256 bytes of UTF-8, not \"\(key)\""
+        case .noStateFile: "these cooldowns have no file to save to or restore from"
+        case .stateFileNotFound(let path): "no saved cooldowns at \(path)"
+        case .stateFileTruncated: "the saved cooldowns are truncated"
+        case .stateFileCorrupt(let why): "the saved cooldowns are corrupt: \(why)"
+        case .notAStateFile: "not a TimerKit cooldown state file"
+        case .stateFileFromNewerVersion(let version):
+            "the saved cooldowns have format version \(version), newer than this library reads"
+        case .system(let error): error.description
         }
     }
 }

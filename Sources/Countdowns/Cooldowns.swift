@@ -1,0 +1,281 @@
+import TimerKit
+import TrustedTime
+
+/// Cooldowns by key, such as "resend the verification code in 60 s", that
+/// survive leaving a screen and restarting the process: start one, or find
+/// the one already running for that key, and it shows its true remaining
+/// time wherever it is looked at again.
+///
+/// ```swift
+/// let cooldowns = Cooldowns(center: center, file: statePath)
+/// _ = try? cooldowns.restore()                      // after a restart
+/// let resend = try cooldowns.cooldown(key: "sms:+8613800000000", duration: .seconds(60))
+/// button.isEnabled = cooldowns.remaining(key: resend.key) == nil
+/// let watching = try center.observe(resend.countdown) { event in ... }
+/// ```
+///
+/// Each cooldown is a countdown of the ``CountdownCenter`` (on its boot
+/// clock, which counts suspend and which nobody can set), so it can be
+/// observed like any other. With a file, every start and cancel saves the
+/// running cooldowns there, atomically, in a small versioned and
+/// checksummed format (the same envelope as a `TrustedClock`'s state). The
+/// first save restores what the file holds first, so that nothing saved is
+/// lost; a file that cannot be read is never overwritten, except by
+/// ``replaceStateFile()``.
+///
+/// **After a reboot** the boot clock starts again, so a saved boot-clock end
+/// means nothing. If the `TrustedClock` given has been synced in this boot,
+/// the cooldown ends at its saved end in server time. Otherwise it resumes
+/// with the time it had left when it was saved: it may end later than it
+/// should, never earlier. (A restart in the same boot needs neither: the
+/// boot-clock end still holds.)
+///
+/// Thread safety: every member may be used from any thread.
+public final class Cooldowns: Sendable {
+    /// A running cooldown.
+    public struct Cooldown: Sendable, Hashable {
+        /// Its key.
+        public var key: String
+        /// Its countdown in the center: observe it for ticks and the end.
+        public var countdown: Countdown
+        /// How long it lasts in all (as started).
+        public var duration: Duration
+        /// When it ends, on the boot clock.
+        public var end: BootClock.Instant
+    }
+
+    /// What ``restore()`` did.
+    public enum RestoreOutcome: Sendable, Hashable {
+        /// Saved in this boot: the cooldowns still running were restored at
+        /// their saved ends.
+        case sameBoot(restored: Int)
+        /// Saved in another boot: the running ones were restored from server
+        /// time (the trusted clock was synced) or with the time they had
+        /// left when saved (it was not); the counts say how many of each.
+        case anotherBoot(fromServerTime: Int, fromTimeLeft: Int)
+    }
+
+    /// The center the cooldowns count down in.
+    public let center: CountdownCenter
+    /// Where they are saved, if anywhere.
+    public let file: String?
+    /// The clock that places them in server time for a reboot, if any.
+    public let trustedClock: TrustedClock?
+    private let bootID: String?
+    private let running = ThreadLocked<[String: Cooldown]>([:])
+    /// Whether the file was read (or found missing), so that saving cannot
+    /// lose what it held.
+    private let fileRead = ThreadLocked(false)
+
+    /// Cooldowns counting down in `center`, saved to `file` if given.
+    ///
+    /// - Parameters:
+    ///   - trustedClock: a clock on the same loop's clocks, whose server
+    ///     time carries the cooldowns across a reboot once it is synced.
+    ///   - bootID: this boot's id (by default the trusted clock's readings',
+    ///     else the machine's); tests give one to play a reboot.
+    public init(
+        center: CountdownCenter, file: String? = nil, trustedClock: TrustedClock? = nil,
+        bootID: String? = nil
+    ) {
+        self.center = center
+        self.file = file
+        self.trustedClock = trustedClock
+        self.bootID = bootID ?? trustedClock?.readings.bootID ?? (try? BootClock.bootID())
+    }
+
+    // MARK: Cooldowns
+
+    /// The cooldown running for `key`, or a new one of `duration` starting
+    /// now (saved to the file at once, if there is one).
+    ///
+    /// - Throws: ``CountdownError/invalidKey(_:)``,
+    ///   ``CountdownError/invalidDuration(_:)``, or an error of ``save()``,
+    ///   in which case the cooldown still runs in memory.
+    @discardableResult
+    public func cooldown(key: String, duration: Duration) throws(CountdownError) -> Cooldown {
+        guard !key.utf8.isEmpty, key.utf8.count <= CooldownStateFile.maximumKeyLength else {
+            throw .invalidKey(key)
+        }
+        guard duration.saturatingNanoseconds >= 1 else { throw .invalidDuration(duration) }
+        let (cooldown, started) = running.withLock { running -> (Cooldown, Bool) in
+            if let current = running[key], center.contains(current.countdown) { return (current, false) }
+            let end = center.loop.now(.boot) + duration
+            let cooldown = Cooldown(
+                key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
+            running[key] = cooldown
+            return (cooldown, true)
+        }
+        if started, file != nil { try save() }
+        return cooldown
+    }
+
+    /// The cooldown running for `key`, if any.
+    public func cooldown(key: String) -> Cooldown? {
+        running.withLock { running in
+            guard let cooldown = running[key] else { return nil }
+            guard center.contains(cooldown.countdown) else {
+                running[key] = nil
+                return nil
+            }
+            return cooldown
+        }
+    }
+
+    /// The time left of the cooldown running for `key`; `nil` if none runs.
+    public func remaining(key: String) -> Duration? {
+        cooldown(key: key).flatMap { center.remaining($0.countdown) }
+    }
+
+    /// Every cooldown still running.
+    public var all: [Cooldown] {
+        running.withLock { running in
+            running = running.filter { center.contains($0.value.countdown) }
+            return Array(running.values)
+        }
+    }
+
+    /// Ends the cooldown for `key` now (saved at once, if there is a file).
+    /// Returns whether one was running.
+    ///
+    /// - Throws: a save error (``CountdownError/system(_:)``); the cooldown
+    ///   has ended in memory all the same.
+    @discardableResult
+    public func cancel(key: String) throws(CountdownError) -> Bool {
+        let cancelled = running.withLock { running in
+            guard let cooldown = running.removeValue(forKey: key) else { return false }
+            return center.remove(cooldown.countdown)
+        }
+        if cancelled, file != nil { try save() }
+        return cancelled
+    }
+
+    // MARK: The file
+
+    /// Saves the running cooldowns to the file, atomically. If the file has
+    /// not been read yet, it is restored first, so that its cooldowns are
+    /// kept.
+    ///
+    /// - Throws: ``CountdownError/noStateFile``, an error of ``restore()``
+    ///   (a file that cannot be read is left as it is), or
+    ///   ``CountdownError/system(_:)`` naming the failed call; the file is
+    ///   then unchanged.
+    public func save() throws(CountdownError) {
+        guard file != nil else { throw .noStateFile }
+        if !fileRead.withLock({ $0 }) {
+            do {
+                try restore()
+            } catch .stateFileNotFound {
+                fileRead.withLock { $0 = true }
+            }
+        }
+        try write()
+    }
+
+    /// Saves the running cooldowns over whatever the file holds, readable
+    /// or not: the way on after ``restore()`` reported a file that cannot be
+    /// used.
+    ///
+    /// - Throws: ``CountdownError/noStateFile``, ``CountdownError/system(_:)``.
+    public func replaceStateFile() throws(CountdownError) {
+        guard file != nil else { throw .noStateFile }
+        try write()
+        fileRead.withLock { $0 = true }
+    }
+
+    private func write() throws(CountdownError) {
+        guard let file else { throw .noStateFile }
+        let now = center.loop.now(.boot)
+        let entries = all.sorted { $0.key < $1.key }.map { cooldown in
+            CooldownStateFile.Entry(
+                key: cooldown.key, end: cooldown.end, duration: cooldown.duration,
+                trustedEnd: serverTime(atBoot: cooldown.end))
+        }
+        let bytes = CooldownStateFile.encode(
+            CooldownStateFile.Contents(bootID: bootID ?? "", savedAt: now, entries: entries))
+        do {
+            try AtomicFile.write(bytes, to: file)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// Restores the cooldowns saved in the file (see the rule for a reboot
+    /// above). A cooldown already running for a key keeps the later end of
+    /// the two. Cooldowns that ended meanwhile are not restored.
+    ///
+    /// - Throws: ``CountdownError/noStateFile``,
+    ///   ``CountdownError/stateFileNotFound(_:)``,
+    ///   ``CountdownError/notAStateFile``, ``CountdownError/stateFileTruncated``,
+    ///   ``CountdownError/stateFileCorrupt(_:)``,
+    ///   ``CountdownError/stateFileFromNewerVersion(_:)`` or
+    ///   ``CountdownError/system(_:)``: a file that cannot be used changes
+    ///   nothing, and is left as it is.
+    @discardableResult
+    public func restore() throws(CountdownError) -> RestoreOutcome {
+        guard let file else { throw .noStateFile }
+        let bytes: [UInt8]
+        do {
+            bytes = try AtomicFile.read(file, limit: CooldownStateFile.maximumFileSize)
+        } catch Errno.noSuchFileOrDirectory {
+            throw .stateFileNotFound(file)
+        } catch {
+            throw .system(error)
+        }
+        let contents = try CooldownStateFile.decode(bytes)
+        let now = center.loop.now(.boot)
+        guard let bootID, !bootID.isEmpty, contents.bootID == bootID else {
+            defer { fileRead.withLock { $0 = true } }
+            return restoreAfterReboot(contents, now: now)
+        }
+        guard contents.savedAt <= now else {
+            throw .stateFileCorrupt("saved later than the boot clock's current reading")
+        }
+        var restored = 0
+        for entry in contents.entries where entry.end > now {
+            if resume(key: entry.key, end: entry.end, duration: entry.duration) { restored += 1 }
+        }
+        fileRead.withLock { $0 = true }
+        return .sameBoot(restored: restored)
+    }
+
+    private func restoreAfterReboot(_ contents: CooldownStateFile.Contents, now: BootClock.Instant)
+        -> RestoreOutcome
+    {
+        let serverNow = trustedClock.flatMap { $0.isSynced ? $0.now.sinceEpoch : nil }
+        var fromServer = 0
+        var fromTimeLeft = 0
+        for entry in contents.entries {
+            if let serverNow, let trustedEnd = entry.trustedEnd {
+                let left = trustedEnd - serverNow
+                guard left > .zero else { continue }
+                if resume(key: entry.key, end: now + left, duration: entry.duration) { fromServer += 1 }
+            } else {
+                // What it had left when saved: never less than it has now.
+                let left = entry.end - contents.savedAt
+                guard left > .zero else { continue }
+                if resume(key: entry.key, end: now + left, duration: entry.duration) { fromTimeLeft += 1 }
+            }
+        }
+        return .anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft)
+    }
+
+    /// Runs a restored cooldown, unless one for the key ends later already.
+    private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Bool {
+        running.withLock { running in
+            if let current = running[key], center.contains(current.countdown) {
+                guard current.end < end else { return false }
+                center.remove(current.countdown)
+            }
+            running[key] = Cooldown(
+                key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
+            return true
+        }
+    }
+
+    /// Server time at a boot-clock instant, if the trusted clock is synced.
+    private func serverTime(atBoot instant: BootClock.Instant) -> Duration? {
+        guard let trustedClock, trustedClock.isSynced else { return nil }
+        return trustedClock.time(atBoot: instant).sinceEpoch
+    }
+}

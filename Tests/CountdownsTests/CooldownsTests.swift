@@ -1,0 +1,211 @@
+import Glibc
+import Testing
+import TimerKit
+import TrustedTime
+
+@testable import Countdowns
+
+// Cooldowns: start or find by key; leaving and coming back (a new object, a
+// restart of the process in the same boot) shows the true remaining time; a
+// reboot with and without a synced trusted clock; files that cannot be used.
+
+/// A fresh path in a temporary directory.
+func temporaryPath(_ name: String) -> String {
+    var template = Array("/tmp/timerkit-cooldowns-XXXXXX".utf8CString)
+    let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    return directory + "/" + name
+}
+
+/// A "process": a manual loop at boot time `boot` of the boot `bootID`, its
+/// center, and cooldowns saved at `path`.
+func process(boot: Duration, bootID: String, path: String, trustedClock: TrustedClock? = nil)
+    throws -> (TimerLoop, CountdownCenter, Cooldowns)
+{
+    let loop = try TimerLoop.manual(startingAt: boot)
+    let center = try CountdownCenter(loop: loop)
+    return (loop, center, Cooldowns(center: center, file: path, trustedClock: trustedClock, bootID: bootID))
+}
+
+@Suite("Cooldowns")
+struct CooldownsTests {
+    @Test("start or find: the second call returns the running cooldown")
+    func startOrFind() throws {
+        let (loop, center, cooldowns) = try process(
+            boot: .seconds(100), bootID: "boot-a", path: temporaryPath("state"))
+        let first = try cooldowns.cooldown(key: "sms:1", duration: .seconds(60))
+        try loop.advance(by: .seconds(25))
+        let again = try cooldowns.cooldown(key: "sms:1", duration: .seconds(60))
+        #expect(again == first)
+        #expect(cooldowns.remaining(key: "sms:1") == .seconds(35))
+        let other = try cooldowns.cooldown(key: "sms:2", duration: .seconds(10))
+        #expect(other.countdown != first.countdown)
+        try loop.advance(by: .seconds(35))
+        #expect(cooldowns.remaining(key: "sms:1") == nil)
+        #expect(cooldowns.cooldown(key: "sms:1") == nil)
+        let restarted = try cooldowns.cooldown(key: "sms:1", duration: .seconds(60))
+        #expect(restarted != first)
+        #expect(cooldowns.remaining(key: "sms:1") == .seconds(60))
+        #expect(center.count == 1)
+    }
+
+    @Test("leaving and coming back in the same boot: a new object, a new process, the true remaining time")
+    func restartInTheSameBoot() throws {
+        let path = temporaryPath("state")
+        let (loop, _, cooldowns) = try process(boot: .seconds(1_000), bootID: "boot-a", path: path)
+        try cooldowns.cooldown(key: "code", duration: .seconds(60))
+        try loop.advance(by: .seconds(20))
+        // The process quits; 5 s later, in the same boot, it starts again.
+        let (loop2, center2, cooldowns2) = try process(boot: .seconds(1_025), bootID: "boot-a", path: path)
+        #expect(try cooldowns2.restore() == .sameBoot(restored: 1))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(35))
+        let ended = Locked(0)
+        let resend = try #require(cooldowns2.cooldown(key: "code"))
+        let observation = try center2.observe(resend.countdown) { event in
+            if case .ended = event { ended.withLock { $0 += 1 } }
+        }
+        try loop2.advance(by: .seconds(35))
+        #expect(ended.value == 1)
+        observation.cancel()
+        // A cooldown that ended before the restart is not restored.
+        let (_, _, cooldowns3) = try process(boot: .seconds(2_000), bootID: "boot-a", path: path)
+        #expect(try cooldowns3.restore() == .sameBoot(restored: 0))
+        #expect(cooldowns3.all.isEmpty)
+    }
+
+    @Test("after a reboot without a synced clock: the time left when saved, never less")
+    func rebootWithoutSync() throws {
+        let path = temporaryPath("state")
+        let (loop, _, cooldowns) = try process(boot: .seconds(5_000), bootID: "boot-a", path: path)
+        try loop.advance(by: .seconds(10))
+        try cooldowns.cooldown(key: "code", duration: .seconds(300))  // saved with 300 s left
+        try loop.advance(by: .seconds(100))
+        // A reboot: a new boot id, the boot clock near zero again.
+        let (_, _, cooldowns2) = try process(boot: .seconds(30), bootID: "boot-b", path: path)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(300))
+    }
+
+    @Test("after a reboot with a synced trusted clock: the saved end in server time")
+    func rebootWithSync() throws {
+        let path = temporaryPath("state")
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        let center = try CountdownCenter(loop: loop)
+        let cooldowns = Cooldowns(center: center, file: path, trustedClock: clock)
+        try cooldowns.cooldown(key: "code", duration: .seconds(300))
+        try loop.advance(by: .seconds(100))
+        try cooldowns.save()
+        // The machine reboots; 50 s of server time later, the process syncs and restores.
+        let loop2 = try TimerLoop.manual(startingAt: .seconds(20))
+        let clock2 = TrustedClock(readings: LoopClockReadings(loop: loop2, bootID: "boot-b"))
+        try clock2.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_150), sentAt: loop2.now(.boot), receivedAt: loop2.now(.boot)))
+        let center2 = try CountdownCenter(loop: loop2)
+        let cooldowns2 = Cooldowns(center: center2, file: path, trustedClock: clock2)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(150))
+    }
+
+    @Test("a file that cannot be used gives a typed error and changes nothing")
+    func unusableFiles() throws {
+        let path = temporaryPath("state")
+        let (loop, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try cooldowns.cooldown(key: "kept", duration: .seconds(60))
+        let good = try #require(readAll(path))
+
+        func expectRefused(_ bytes: [UInt8], _ expected: CountdownError) throws {
+            try write(bytes, to: path)
+            let (_, _, other) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+            // Starting a cooldown saves, which reads the file first: refused,
+            // the file is kept, and the cooldown runs in memory.
+            #expect(throws: expected) { try other.cooldown(key: "mine", duration: .seconds(5)) }
+            #expect(throws: expected) { try other.restore() }
+            #expect(other.all.map(\.key) == ["mine"], "a refused restore changed the cooldowns")
+            #expect(readAll(path) == bytes, "a refused restore changed the file")
+        }
+        try expectRefused(Array(good.prefix(20)), .stateFileTruncated)
+        try expectRefused(Array(good.prefix(5)), .stateFileTruncated)
+        try expectRefused(Array("{\"code\": 60}".utf8), .notAStateFile)
+        try expectRefused(Array("TKTS".utf8) + good.dropFirst(4), .notAStateFile)  // a trusted-time state
+        var flipped = good
+        flipped[60] ^= 0x40
+        try expectRefused(flipped, .stateFileCorrupt("checksum mismatch"))
+        var newer = good
+        newer[4] = 9
+        try expectRefused(newer, .stateFileFromNewerVersion(9))
+        try expectRefused([], .stateFileTruncated)
+        // The way on: replace the file with what runs now.
+        let (_, _, fresh) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
+        _ = try? fresh.cooldown(key: "new", duration: .seconds(30))
+        try fresh.replaceStateFile()
+        let (_, _, reader) = try process(boot: .seconds(121), bootID: "boot-a", path: path)
+        #expect(try reader.restore() == .sameBoot(restored: 1))
+        #expect(reader.remaining(key: "new") == .seconds(29))
+        // Missing: its own error.
+        let missing = Cooldowns(center: try CountdownCenter(loop: loop), file: path + ".none", bootID: "boot-a")
+        #expect(throws: CountdownError.stateFileNotFound(path + ".none")) { try missing.restore() }
+        #expect(throws: CountdownError.noStateFile) {
+            try Cooldowns(center: try CountdownCenter(loop: loop)).restore()
+        }
+    }
+
+    @Test("a new object that saves before it restores keeps what the file held")
+    func saveKeepsTheFile() throws {
+        let path = temporaryPath("state")
+        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "a", duration: .seconds(60))
+        let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        try second.cooldown(key: "b", duration: .seconds(60))  // saves: "a" must stay
+        let (_, _, third) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
+        #expect(try third.restore() == .sameBoot(restored: 2))
+        #expect(third.remaining(key: "a") == .seconds(40))
+        #expect(third.remaining(key: "b") == .seconds(50))
+    }
+
+    @Test("bad keys and durations are refused")
+    func badInput() throws {
+        let (_, center, cooldowns) = try process(boot: .seconds(1), bootID: "b", path: temporaryPath("s"))
+        #expect(throws: CountdownError.invalidKey("")) { try cooldowns.cooldown(key: "", duration: .seconds(1)) }
+        let long = String(repeating: "k", count: 257)
+        #expect(throws: CountdownError.invalidKey(long)) { try cooldowns.cooldown(key: long, duration: .seconds(1)) }
+        #expect(throws: CountdownError.invalidDuration(.zero)) { try cooldowns.cooldown(key: "a", duration: .zero) }
+        #expect(throws: CountdownError.invalidDuration(.nanoseconds(1) / 2)) {
+            try cooldowns.cooldown(key: "a", duration: .nanoseconds(1) / 2)
+        }
+        #expect(center.count == 0)
+    }
+
+    @Test("the file round-trips: what is saved is what is read")
+    func roundTrip() throws {
+        let contents = CooldownStateFile.Contents(
+            bootID: "4b1e5d50-5c9b-4b3c-8d6e-0a7d3f2e9c11", savedAt: BootClock.Instant(offset: .seconds(77)),
+            entries: [
+                .init(key: "sms:+86 138", end: BootClock.Instant(offset: .seconds(99)), duration: .seconds(60),
+                      trustedEnd: .seconds(1_767_000_000)),
+                .init(key: "验证码", end: BootClock.Instant(offset: .seconds(80)), duration: .seconds(30),
+                      trustedEnd: nil),
+            ])
+        #expect(try CooldownStateFile.decode(CooldownStateFile.encode(contents)) == contents)
+    }
+}
+
+func readAll(_ path: String) -> [UInt8]? {
+    guard let file = fopen(path, "rb") else { return nil }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let got = fread(&buffer, 1, buffer.count, file)
+        if got == 0 { break }
+        bytes += buffer[0..<got]
+    }
+    return bytes
+}
+
+func write(_ bytes: [UInt8], to path: String) throws {
+    guard let file = fopen(path, "wb") else { throw SystemError(errno: .ioError, function: "fopen") }
+    defer { fclose(file) }
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, bytes.count, file) }
+}
