@@ -28,6 +28,8 @@
 #           benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
+#   demo    scripts/test-demo.sh: `timerkit demo` driven in tmux (send-keys,
+#           capture-pane), and under libfaketime with the wall clock stepped
 #
 # The last line printed on success is `N passed, N failed`: the sum of the C
 # test programs' own summary lines and the swift test totals.
@@ -92,13 +94,15 @@ apt_install_missing() {
 }
 
 # gcc for the second-compiler build; libc headers; binutils; the C++ runtime
-# that libFuzzer links against (for the gcc that clang picks up).
+# that libFuzzer links against (for the gcc that clang picks up); tmux and
+# faketime for the demo stage (chrony is installed by the trusted stage, which
+# keeps the package from starting the system's NTP service).
 install_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then
         echo "not a Debian system: not installing packages; the builds will tell what is missing"
         return 0
     fi
-    apt_install_missing gcc libc6-dev binutils coreutils python3
+    apt_install_missing gcc libc6-dev binutils coreutils python3 tmux faketime
     local gcc_major
     gcc_major=$(gcc -dumpversion | cut -d. -f1)
     apt_install_missing "libstdc++-${gcc_major}-dev"
@@ -203,7 +207,7 @@ SNTP=(Sources/CTimerSNTP/*.c)
 CORE_TESTS=(Tests/CTimerCoreTests/test_*.c)
 SNTP_TESTS=(Tests/CTimerSNTPTests/test_*.c)
 EXAMPLES=(Examples/C/*.c)
-SWIFT_TESTS=(Tests/TimerKitTests/*.swift Tests/TrustedTimeTests/*.swift)
+SWIFT_TESTS=(Tests/TimerKitTests/*.swift Tests/TrustedTimeTests/*.swift Tests/CountdownsTests/*.swift)
 shopt -u nullglob
 FUZZER=Tests/CTimerCoreTests/fuzz_loop.c
 FUZZ_CORPUS=Tests/CTimerCoreTests/fuzz-corpus
@@ -214,7 +218,7 @@ missing=()
 for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
     Sources/CTimerCore/loop.c Sources/CTimerSNTP/include/CTimerSNTP.h \
-    "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh \
+    "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh scripts/test-demo.sh \
     Benchmarks/Package.swift Benchmarks/Benchmarks/TimerBenchmarks/TimerBenchmarks.swift; do
     [ -f "$file" ] || missing+=("$file")
 done
@@ -222,8 +226,8 @@ done
 [ ${#SNTP_TESTS[@]} -gt 0 ] || missing+=("Tests/CTimerSNTPTests/test_*.c")
 [ ${#SNTP[@]} -gt 0 ] || missing+=("Sources/CTimerSNTP/*.c")
 [ ${#EXAMPLES[@]} -gt 0 ] || missing+=("Examples/C/*.c")
-[ -d Tests/TimerKitTests ] && [ -d Tests/TrustedTimeTests ] ||
-    missing+=("Tests/TimerKitTests/ and Tests/TrustedTimeTests/")
+[ -d Tests/TimerKitTests ] && [ -d Tests/TrustedTimeTests ] && [ -d Tests/CountdownsTests ] ||
+    missing+=("Tests/TimerKitTests/, Tests/TrustedTimeTests/ and Tests/CountdownsTests/")
 for corpus in "$FUZZ_CORPUS" "$SNTP_CORPUS"; do
     if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
         missing+=("$corpus/ (non-empty)")
@@ -530,6 +534,21 @@ if [ -n "$line" ]; then
 fi
 [ "$RUN_STATUS" -eq 0 ] || fail "scripts/test-trusted-time.sh failed${line:+ ($line)} (log: $LOGS/trusted-time.log)"
 [ -n "$line" ] || fail "scripts/test-trusted-time.sh printed no 'N passed, N failed' line"
+end_stage "$line"
+
+# --- demo: the terminal program, as a person uses it -------------------------------
+
+begin_stage demo "timerkit demo in tmux: keys in, screens asserted; the wall clock stepped under libfaketime"
+run_logged "$LOGS/demo.log" env TK_TIMERKIT=.build/release/timerkit \
+    timeout -k 10 "$TK_TEST_TIMEOUT" scripts/test-demo.sh
+line=$(summary_line "$LOGS/demo.log")
+if [ -n "$line" ]; then
+    read -r p _ f _ <<<"$line"
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+fi
+[ "$RUN_STATUS" -eq 0 ] || fail "scripts/test-demo.sh failed${line:+ ($line)} (log: $LOGS/demo.log)"
+[ -n "$line" ] || fail "scripts/test-demo.sh printed no 'N passed, N failed' line"
 end_stage "$line"
 
 print_summary

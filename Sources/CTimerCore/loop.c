@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -149,6 +150,21 @@ int tk__loop_open_clock(tk_loop *loop, tk_clock clock) {
     return 0;
 }
 
+/* timerfd_settime for a boot or monotonic timerfd, straight to the kernel
+ * where the system call takes a 64-bit timespec. A time faker preloaded into
+ * the process (libfaketime, run as FAKETIME_DONT_FAKE_MONOTONIC=1 faketime
+ * ...) interposes timerfd_settime and rewrites every absolute deadline as if
+ * it were on the wall clock: boot and monotonic timers would then fail with
+ * EINVAL or never fire, although it leaves those clocks' readings alone. The
+ * wall clock's timerfd keeps the libc call, so a faker sees its deadlines. */
+static int settime_unfaked(int fd, int flags, const struct itimerspec *when) {
+#if defined(SYS_timerfd_settime) && defined(__LP64__)
+    return (int)syscall(SYS_timerfd_settime, fd, flags, when, NULL);
+#else
+    return timerfd_settime(fd, flags, when, NULL);
+#endif
+}
+
 /* Arms `clock`'s timerfd for `target` (INT64_MAX: never) unless it already
  * is. Returns 0 or -errno. Lock held. */
 static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
@@ -168,7 +184,8 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
     /* An absolute time of 0 would disarm the timerfd: 1 ns is as good. */
     struct itimerspec when = {.it_value = tk__ns_to_timespec(target > 0 ? target : 1)};
     int flags = TFD_TIMER_ABSTIME | (wall ? TFD_TIMER_CANCEL_ON_SET : 0);
-    if (timerfd_settime(fd, flags, &when, NULL) < 0) {
+    int armed = wall ? timerfd_settime(fd, flags, &when, NULL) : settime_unfaked(fd, flags, &when);
+    if (armed < 0) {
         /* ECANCELED: the wall clock stepped since the last read. The step is
          * handled by the pass that follows; arm again then. */
         if (errno == ECANCELED) {

@@ -3,17 +3,22 @@
 //   timerkit clocks                          the clocks, boot id, timer slack, time suspended
 //   timerkit trusted-time --server HOST [--port N] ...
 //                                            sync a trusted clock from an SNTP server
+//   timerkit demo [--state FILE] ...         countdowns, a carousel and a cooldown on a terminal
 //
 // The side-by-side benchmarks are in Benchmarks/ (`timer-peers`).
 import Foundation
 
 let usage = """
     usage: timerkit clocks
+           timerkit demo [--state FILE] [--sale-seconds N] [--code-seconds N] [--print-after S]
            timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
                                  [--state FILE] [--no-sync] [--json]
 
       clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
                boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
+      demo     a terminal screen: a flash sale, a carousel that turns during a drag beside a
+               badge that waits, a verification-code cooldown that survives a restart
+               (keys: q quits, d drags, s sends a code)
       trusted-time
                sync a TrustedClock from an SNTP server (a host name or an IP address), and print
                trusted time, its error bound, the wall clock's offset and any tamper event;
@@ -32,6 +37,8 @@ func runCommand(_ arguments: [String]) -> Int32 {
         return ClocksCommand.run()
     case "trusted-time":
         return TrustedTimeCommand.run(arguments.dropFirst())
+    case "demo":
+        return DemoCommand.run(arguments.dropFirst())
     case "-h", "--help", "help":
         print(usage, terminator: "")
         return 0

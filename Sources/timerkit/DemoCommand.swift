@@ -1,0 +1,303 @@
+import Countdowns
+import Foundation
+import TimerKit
+
+/// `timerkit demo`: the seeds' screens in a terminal, on one TimerLoop.
+///
+///   - a flash sale counting down from a server's "remaining seconds" on the
+///     boot clock (the wall clock cannot move it), which reloads at zero;
+///   - a carousel in the common modes that keeps turning while a simulated
+///     drag runs the loop in `.tracking`, beside a badge timer in `.default`
+///     that waits, and fires once with its skipped count when the drag ends;
+///   - a verification-code cooldown saved to a file, so that quitting and
+///     starting again shows the true time left.
+///
+/// Keys: `q` quits, `d` starts or ends the drag, `s` sends a code.
+/// `--print-after SECONDS` runs without a terminal for that long and prints
+/// the screen once, plain (for scripts, and for running under faketime).
+enum DemoCommand {
+    static let usage = """
+        usage: timerkit demo [--state FILE] [--sale-seconds N] [--code-seconds N] [--print-after S]
+
+          A terminal screen of countdowns on one TimerLoop: a flash sale, a carousel that
+          keeps turning during a drag (tracking mode) beside a badge that waits (default
+          mode), and a verification-code cooldown that survives a restart.
+          Keys: q quits, d starts or ends the drag, s sends a code.
+            --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state)
+            --sale-seconds N the server's "remaining seconds" for the sale (default 120)
+            --code-seconds N how long a sent code blocks the next (default 60)
+            --print-after S  no terminal: run S seconds, print the screen once, exit
+
+        """
+
+    struct Options {
+        var statePath = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/timerkit-demo.state"
+        var saleSeconds: Int64 = 120
+        var codeSeconds: Int64 = 60
+        var printAfter: Double?
+    }
+
+    static func run(_ arguments: ArraySlice<String>) -> Int32 {
+        var options = Options()
+        var rest = arguments
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--state":
+                guard let value = rest.popFirst(), !value.isEmpty else { return usageError("--state needs a file") }
+                options.statePath = value
+            case "--sale-seconds":
+                guard let value = rest.popFirst(), let seconds = Int64(value), seconds >= 0 else {
+                    return usageError("--sale-seconds needs a whole number of seconds")
+                }
+                options.saleSeconds = seconds
+            case "--code-seconds":
+                guard let value = rest.popFirst(), let seconds = Int64(value), seconds > 0 else {
+                    return usageError("--code-seconds needs a positive number of seconds")
+                }
+                options.codeSeconds = seconds
+            case "--print-after":
+                guard let value = rest.popFirst(), let seconds = Double(value), seconds >= 0, seconds < 86_400 else {
+                    return usageError("--print-after needs a number of seconds")
+                }
+                options.printAfter = seconds
+            case "-h", "--help":
+                print(usage, terminator: "")
+                return 0
+            default:
+                return usageError("unknown option \(argument)")
+            }
+        }
+        do {
+            let demo = try Demo(options: options)
+            return try demo.run()
+        } catch {
+            printError("timerkit demo: \(error)")
+            return 1
+        }
+    }
+
+    private static func usageError(_ message: String) -> Int32 {
+        printError("timerkit demo: \(message)\n\(usage)")
+        return 64
+    }
+}
+
+/// The demo's state and screen. Everything runs on the loop's thread (the
+/// main thread), so the mutable state lives in `Screen`, touched only there.
+private final class Demo: @unchecked Sendable {
+    let options: DemoCommand.Options
+    let loop: TimerLoop
+    let center: CountdownCenter
+    let cooldowns: Cooldowns
+    let sale: FlashSale
+    var screen = Screen()
+    let terminal: Terminal?
+    var timers: [AnyLoopTimer] = []
+    var observations: [CountdownObservation] = []
+    var exitStatus: Int32 = 0
+
+    /// What is on the screen (changed on the loop's thread only).
+    struct Screen {
+        var saleText = ""
+        var saleEnded = false
+        var reloads = 0
+        var carouselPage = 1
+        var carouselTurns: UInt64 = 0
+        var badgeRefreshes = 0
+        var badgeSkipped: UInt64 = 0
+        var dragRequested = false
+        var dragging = false
+        var codeText = ""
+        var message = ""
+        var quit = false
+    }
+
+    init(options: DemoCommand.Options) throws {
+        self.options = options
+        loop = try TimerLoop()
+        center = try CountdownCenter(loop: loop)
+        cooldowns = Cooldowns(center: center, file: options.statePath)
+        // The server's payload arrived now and said this much is left.
+        sale = FlashSale(center: center, remaining: .seconds(options.saleSeconds), receivedAt: loop.now(.boot))
+        terminal = options.printAfter == nil ? Terminal() : nil
+    }
+
+    func run() throws -> Int32 {
+        do {
+            switch try cooldowns.restore() {
+            case .sameBoot(let restored) where restored > 0: screen.message = "restored the code's cooldown"
+            case .anotherBoot(let server, let left) where server + left > 0:
+                screen.message = "restored the code's cooldown after a reboot"
+            default: break
+            }
+        } catch .stateFileNotFound {
+            // First run.
+        } catch {
+            screen.message = "could not restore \(options.statePath): \(error)"
+        }
+        try startTimers()
+        if let after = options.printAfter {
+            try loop.run(for: .milliseconds(Int64(after * 1_000)))
+            update()
+            print(lines(ansi: false).joined(separator: "\n"))
+            return exitStatus
+        }
+        do {
+            try terminal?.open()
+        } catch {
+            guard error.errno == Errno(rawValue: ENOTTY) else { throw error }
+            printError("timerkit demo: standard input is not a terminal (use --print-after S to run without one)")
+            return 1
+        }
+        defer { terminal?.close() }
+        while !screen.quit {
+            try loop.run()
+        }
+        return exitStatus
+    }
+
+    private func startTimers() throws {
+        // The sale: a tick when its seconds change, "ended" once at zero.
+        if !sale.hasEnded {
+            observations.append(try sale.observe { [unowned self] event in
+                if case .ended = event {
+                    screen.saleEnded = true
+                    screen.reloads += 1  // the seeds reload the page here
+                }
+                update()
+            })
+        } else {
+            screen.saleEnded = true
+        }
+        // The carousel turns in every common mode, also during a drag.
+        timers.append(try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: .common) {
+            [unowned self] _, missed in
+            screen.carouselTurns += 1 + missed
+            screen.carouselPage = Int(screen.carouselTurns % 5) + 1
+            update()
+        })
+        // The badge refreshes in the default mode only: it waits during a
+        // drag, then fires once, telling how many refreshes it skipped.
+        timers.append(try loop.schedule(after: .seconds(1), repeating: .seconds(1)) {
+            [unowned self] _, missed in
+            screen.badgeRefreshes += 1
+            screen.badgeSkipped += missed
+            update()
+        })
+        // Keys, and the code's time left, in every mode.
+        timers.append(try loop.schedule(after: .zero, repeating: .milliseconds(50), in: .common) {
+            [unowned self] _, _ in
+            for key in terminal?.keys() ?? [] { handle(key) }
+            update()
+        })
+    }
+
+    private func handle(_ key: UInt8) {
+        switch key {
+        case UInt8(ascii: "q"), 3:  // q, Ctrl-C
+            screen.quit = true
+            loop.stop()  // the innermost run: the drag's, which then stops the main one
+        case UInt8(ascii: "d"):
+            if screen.dragging {
+                loop.stop()  // ends the drag's nested run
+            } else if !screen.dragRequested {
+                screen.dragRequested = true
+                // A drag: the loop runs nested in .tracking until the next "d",
+                // from a callback of its own (not this timer's, which must keep
+                // reading keys during the drag).
+                do {
+                    try loop.perform(after: .zero) { [unowned self] in drag() }
+                } catch {
+                    screen.dragRequested = false
+                    screen.message = "the drag failed: \(error)"
+                }
+            }
+        case UInt8(ascii: "s"):
+            if let left = cooldowns.remaining(key: "code") {
+                screen.message = "wait \(seconds(left)) s before sending another code"
+            } else {
+                do {
+                    try cooldowns.cooldown(key: "code", duration: .seconds(options.codeSeconds))
+                    screen.message = "code sent"
+                } catch {
+                    screen.message = "code sent, but not saved: \(error)"
+                }
+            }
+        default:
+            break
+        }
+        update()
+    }
+
+    /// Runs the loop in `.tracking` until stopped: what a list does while a
+    /// finger drags it.
+    private func drag() {
+        screen.dragRequested = false
+        screen.dragging = true  // shown only once the tracking run is about to start
+        update()
+        do {
+            try loop.run(mode: .tracking)
+        } catch {
+            screen.message = "the drag failed: \(error)"
+        }
+        screen.dragging = false
+        if screen.quit { loop.stop() }  // "q" during the drag: the main run too
+        update()
+    }
+
+    /// Recomputes the texts from the clocks and redraws.
+    private func update() {
+        if let left = sale.remaining {
+            screen.saleText = "starts in \(clock(left))"
+        } else {
+            // "ended" fires once: the page reloads once (0 when the sale had
+            // already started when the demo began).
+            screen.saleText = "started; the page reloaded \(screen.reloads) time\(screen.reloads == 1 ? "" : "s")"
+        }
+        if let left = cooldowns.remaining(key: "code") {
+            screen.codeText = "sent; resend in \(seconds(left)) s"
+        } else {
+            screen.codeText = "press s to send a code"
+        }
+        terminal?.draw(lines(ansi: true))
+    }
+
+    private func lines(ansi: Bool) -> [String] {
+        let bold = ansi ? "\u{1B}[1m" : ""
+        let plain = ansi ? "\u{1B}[0m" : ""
+        return [
+            "\(bold)TimerKit demo\(plain)   q quits, d starts or ends the drag, s sends a code",
+            "",
+            "Flash sale   \(screen.saleText)",
+            "Carousel     page \(screen.carouselPage) of 5, turned \(screen.carouselTurns) times (common modes: turns during the drag)",
+            "Badge        refreshed \(screen.badgeRefreshes) times, \(screen.badgeSkipped) skipped (default mode: waits during the drag)",
+            "Drag         \(screen.dragging ? "dragging: the loop runs in tracking mode" : "not dragging")",
+            "Code         \(screen.codeText)",
+            "Wall clock   \(wallClockText()) UTC (nothing above reads it: changing it moves nothing)",
+            "",
+            screen.message,
+        ]
+    }
+
+    /// The wall clock as `yyyy-mm-dd hh:mm:ss`, UTC.
+    private func wallClockText() -> String {
+        var seconds = time_t(loop.now(.wall).offset.saturatingNanoseconds / 1_000_000_000)
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else { return "?" }
+        return String(
+            format: "%04d-%02d-%02d %02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+            parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+
+    /// `h:mm:ss`, rounded up to the second as a countdown shows it.
+    private func clock(_ duration: Duration) -> String {
+        let total = seconds(duration)
+        return String(format: "%02lld:%02lld:%02lld", total / 3_600, total / 60 % 60, total % 60)
+    }
+
+    /// Whole seconds, rounded up.
+    private func seconds(_ duration: Duration) -> Int64 {
+        let nanoseconds = duration.saturatingNanoseconds
+        return nanoseconds / 1_000_000_000 + (nanoseconds % 1_000_000_000 > 0 ? 1 : 0)
+    }
+}

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# `timerkit demo` used as a person uses it: in a terminal (tmux), keys sent
+# with `send-keys`, the screen read back with `capture-pane`.
+#
+#   scripts/test-demo.sh
+#
+# What it checks, never touching the machine's clock:
+#   1. the flash sale counts down from the server's "remaining seconds",
+#      reaches "started" and reloads the page exactly once;
+#   2. `s` sends a code and starts its cooldown; a second `s` is refused
+#      with the time left;
+#   3. `d` starts a drag (the loop runs in tracking mode): the carousel keeps
+#      turning while the badge (default mode) waits; `d` again ends it and
+#      the badge fires once, reporting the refreshes it skipped;
+#   4. `q` quits with status 0; started again with the same state file, the
+#      demo shows the code's cooldown still running, with less time left;
+#   5. under libfaketime (only the wall clock faked), the wall clock stepped
+#      two days forward and then five days back while the demo runs: the
+#      screen shows the faked wall clock, and neither the sale nor the
+#      cooldown moves; restarted under the stepped clock, the cooldown is
+#      restored with its true time left;
+#   6. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
+#      true time left; bad options, a corrupt state file, an unwritable state
+#      file and a missing terminal give clear messages, never a crash.
+#
+# Waits poll the screen until what is expected shows up or a generous time
+# limit passes; nothing asserts how fast the machine is.
+#
+# Environment:
+#   TK_TIMERKIT   path of a built timerkit binary (default: swift build)
+#
+# Prints `N passed, N failed` last; exits non-zero if anything failed.
+
+set -Eeuo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+PASSED=0
+FAILED=0
+WORK=""
+SOCKETS=0
+SOCKET=""
+
+log() { echo "test-demo: $*"; }
+
+pass() {
+    PASSED=$((PASSED + 1))
+    echo "ok    $1"
+}
+
+fail() {
+    FAILED=$((FAILED + 1))
+    echo "FAIL  $1"
+}
+
+# check NAME COMMAND...: passes if the command succeeds.
+check() {
+    local name=$1
+    shift
+    if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+abort() {
+    fail "$1"
+    echo "$PASSED passed, $FAILED failed"
+    exit 1
+}
+
+cleanup() {
+    local n
+    for n in $(seq 1 "$SOCKETS"); do tmux -L "timerkit-demo-test-$$-$n" kill-server 2>/dev/null || true; done
+    if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- packages -----------------------------------------------------------------
+
+package_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+install_packages() {
+    local missing=() package
+    for package in tmux faketime; do
+        package_installed "$package" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null 2>&1 || { log "not Debian: install ${missing[*]} by hand"; return 1; }
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { log "need root to install ${missing[*]}"; return 1; }
+        sudo=(sudo)
+    fi
+    log "installing ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}"
+}
+
+install_packages || abort "tmux and faketime installed"
+command -v tmux >/dev/null 2>&1 || abort "tmux found"
+command -v faketime >/dev/null 2>&1 || abort "faketime found"
+LIBFAKETIME=$(dpkg-query -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n 1 || true)
+[ -n "$LIBFAKETIME" ] && [ -f "$LIBFAKETIME" ] || abort "libfaketime.so.1 found"
+log "$(tmux -V); faketime $(dpkg-query -W -f='${Version}' faketime 2>/dev/null || echo '?')"
+
+if [ -n "${TK_TIMERKIT:-}" ]; then
+    TIMERKIT=$TK_TIMERKIT
+else
+    log "swift build --product timerkit"
+    swift build --product timerkit >/dev/null || abort "timerkit builds"
+    TIMERKIT="$(swift build --show-bin-path)/timerkit"
+fi
+[ -x "$TIMERKIT" ] || abort "timerkit binary at $TIMERKIT"
+TIMERKIT=$(cd "$(dirname "$TIMERKIT")" && pwd)/$(basename "$TIMERKIT")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-demo-test.XXXXXX")
+
+# --- the terminal -----------------------------------------------------------------
+
+# start ARGUMENT...: runs the command in a fresh 120x30 tmux window named
+# `demo`, on a tmux server of its own (the previous one is stopped); when it
+# exits, the window prints `demo exited with N` and stays.
+start() {
+    local command
+    command=$(printf '%q ' "$@")
+    [ -z "$SOCKET" ] || tmux -L "$SOCKET" kill-server 2>/dev/null || true
+    SOCKETS=$((SOCKETS + 1))
+    SOCKET="timerkit-demo-test-$$-$SOCKETS"
+    tmux -L "$SOCKET" -f /dev/null new-session -d -s demo -x 120 -y 30 \
+        "$command; echo \"demo exited with \$?\"; sleep 3600"
+}
+
+screen() { tmux -L "$SOCKET" capture-pane -p -t demo; }
+
+keys() { tmux -L "$SOCKET" send-keys -t demo "$@"; }
+
+# wait_for REGEX [SECONDS]: polls the screen until a line matches (default
+# limit 30 s). Succeeds with the matching line in $LINE.
+LINE=""
+wait_for() {
+    local regex=$1 limit=${2:-30} waited=0
+    while [ "$waited" -lt $((limit * 10)) ]; do
+        LINE=$(screen | grep -E -m 1 -- "$regex" || true)
+        [ -n "$LINE" ] && return 0
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    log "timed out waiting for /$regex/; the screen:"
+    screen | sed 's/^/    | /'
+    return 1
+}
+
+# field REGEX: the first number captured by REGEX's group on the screen now.
+field() { screen | sed -n -E "s/$1/\\1/p" | head -n 1; }
+
+# --- 1-4: a session on the real clock ------------------------------------------------
+
+STATE="$WORK/demo.state"
+DEMO=("$TIMERKIT" demo --state "$STATE" --sale-seconds 3 --code-seconds 120)
+start "${DEMO[@]}"
+
+if wait_for '^Flash sale   starts in 00:00:0[0-3]$'; then
+    pass "the sale counts down from the server's remaining seconds ($LINE)"
+else
+    fail "the sale counts down from the server's remaining seconds"
+fi
+check "the sale starts and reloads the page once" wait_for '^Flash sale   started; the page reloaded 1 time$'
+sleep 1.5
+check "the page still reloaded exactly once" wait_for '^Flash sale   started; the page reloaded 1 time$' 1
+
+keys s
+if wait_for '^Code         sent; resend in [0-9]+ s$' && wait_for '^code sent$' 2; then
+    first_left=$(field '^Code         sent; resend in ([0-9]+) s$')
+    check "s sends a code: a cooldown of at most 120 s ($first_left s)" test "$first_left" -le 120 -a "$first_left" -gt 0
+else
+    first_left=""
+    fail "s sends a code"
+fi
+keys s
+check "a second s is refused with the time left" wait_for '^wait [0-9]+ s before sending another code$'
+
+wait_for '^Badge        refreshed [1-9][0-9]* times' >/dev/null || true
+turns_before=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+keys d
+if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
+    badge_during=$(field '^Badge        refreshed ([0-9]+) times.*')
+    turns_during=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+    sleep 3
+    badge_late=$(field '^Badge        refreshed ([0-9]+) times.*')
+    turns_late=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+    check "the carousel turns during the drag ($turns_during -> $turns_late turns in 3 s)" \
+        test "$turns_late" -gt "$turns_during"
+    check "the badge waits during the drag ($badge_during -> $badge_late refreshes in 3 s)" \
+        test "$badge_late" -eq "$badge_during"
+    keys d
+    if wait_for '^Drag         not dragging$' &&
+        wait_for '^Badge        refreshed [0-9]+ times, [1-9][0-9]* skipped' 5; then
+        badge_after=$(field '^Badge        refreshed ([0-9]+) times.*')
+        skipped=$(field '^Badge        refreshed [0-9]+ times, ([0-9]+) skipped.*')
+        # Each refresh after the drag comes a second apart: one more than
+        # during the drag (the coalesced one), or two if the screen was read
+        # late; never one per skipped refresh.
+        check "the badge fires once after the drag, $skipped skipped ($badge_late -> $badge_after)" \
+            test "$badge_after" -le $((badge_late + 2)) -a "$skipped" -ge 1
+    else
+        fail "the drag ends and the badge reports what it skipped"
+    fi
+    check "the carousel had turned before the drag" test -n "$turns_before"
+else
+    fail "d starts a drag"
+fi
+
+keys q
+check "q quits with status 0" wait_for '^demo exited with 0$' 10
+
+start "${DEMO[@]}"
+if wait_for '^Code         sent; resend in [0-9]+ s$' && [ -n "$first_left" ]; then
+    left_again=$(field '^Code         sent; resend in ([0-9]+) s$')
+    check "restarted, the cooldown is still running ($first_left s -> $left_again s)" \
+        test "$left_again" -lt "$first_left" -a "$left_again" -gt 0
+else
+    fail "restarted, the cooldown is still running"
+fi
+check "restarted, the demo says it restored the cooldown" wait_for "^restored the code's cooldown$" 2
+keys s
+check "restarted, s is still refused" wait_for '^wait [0-9]+ s before sending another code$'
+keys q
+check "q quits again" wait_for '^demo exited with 0$' 10
+
+# --- 5: the wall clock stepped under the running demo (libfaketime) ---------------------
+
+# libfaketime reads FAKETIME_TIMESTAMP_FILE on every clock read
+# (FAKETIME_NO_CACHE=1), so writing the file steps the demo's wall clock.
+# FAKETIME_DONT_FAKE_MONOTONIC=1 leaves the boot and monotonic clocks real,
+# as they are when a user changes the clock. FAKETIME_SHARED is set ahead:
+# libfaketime otherwise adds it to the environment while the process starts,
+# and a Swift program then sees no command-line arguments.
+FAKE_FILE="$WORK/faketime.rc"
+FAKE_STATE="$WORK/fake.state"
+echo "+0" >"$FAKE_FILE"
+FAKED=(env "LD_PRELOAD=$LIBFAKETIME" "FAKETIME_TIMESTAMP_FILE=$FAKE_FILE" FAKETIME_NO_CACHE=1
+    FAKETIME_DONT_FAKE_MONOTONIC=1 "FAKETIME_SHARED=/timerkit-demo-test-$$-sem /timerkit-demo-test-$$-shm")
+FAKED_DEMO=("${FAKED[@]}" "$TIMERKIT" demo --state "$FAKE_STATE" --sale-seconds 3600 --code-seconds 3600)
+
+wall_seconds() {
+    local text
+    text=$(field '^Wall clock   ([0-9-]+ [0-9:]+) UTC.*')
+    [ -n "$text" ] && date -u -d "$text" +%s
+}
+sale_seconds() {
+    local text
+    text=$(field '^Flash sale   starts in ([0-9:]+)$')
+    [ -n "$text" ] && IFS=: read -r h m s <<<"$text" && echo $((10#$h * 3600 + 10#$m * 60 + 10#$s))
+}
+code_seconds() { field '^Code         sent; resend in ([0-9]+) s$'; }
+
+start "${FAKED_DEMO[@]}"
+if wait_for '^Flash sale   starts in ' && wait_for '^Wall clock   '; then
+    keys s
+    wait_for '^Code         sent; resend in [0-9]+ s$' >/dev/null || true
+    real_now=$(date -u +%s)
+    wall0=$(wall_seconds)
+    sale0=$(sale_seconds)
+    code0=$(code_seconds)
+    check "under libfaketime, the demo runs with the real wall clock first" \
+        test -n "$wall0" -a -n "$sale0" -a -n "$code0" -a "$((wall0 - real_now))" -lt 120 -a "$((real_now - wall0))" -lt 120
+    step=0
+    for offset in "+2d" "-5d"; do
+        step=$((step + 1))
+        echo "$offset" >"$FAKE_FILE"
+        days=${offset%d}
+        expect_wall=$((wall0 + days * 86400))
+        moved=0
+        for _ in $(seq 1 100); do
+            wall=$(wall_seconds || true)
+            if [ -n "$wall" ] && [ "$((wall - expect_wall))" -gt -600 ] && [ "$((wall - expect_wall))" -lt 600 ]; then
+                moved=1
+                break
+            fi
+            sleep 0.2
+        done
+        check "the wall clock stepped $offset on the screen" test "$moved" -eq 1
+        sale=$(sale_seconds || true)
+        code=$(code_seconds || true)
+        # The step is days; the sale and the cooldown may only have counted
+        # down by the seconds that really passed.
+        check "after $offset the sale did not move ($sale0 s -> $sale s)" \
+            test -n "$sale" -a "$sale" -le "$sale0" -a "$((sale0 - sale))" -lt 600
+        check "after $offset the cooldown did not move ($code0 s -> $code s)" \
+            test -n "$code" -a "$code" -le "$code0" -a "$((code0 - code))" -lt 600
+    done
+    keys q
+    check "q quits under libfaketime" wait_for '^demo exited with 0$' 10
+    # Started again with the wall clock five days back: same boot, so the
+    # boot clock decides what is left.
+    start "${FAKED_DEMO[@]}"
+    if wait_for '^Code         sent; resend in [0-9]+ s$'; then
+        code=$(code_seconds)
+        check "restarted under the stepped clock, the cooldown has its true time left ($code0 s -> $code s)" \
+            test "$code" -le "$code0" -a "$((code0 - code))" -lt 600
+    else
+        fail "restarted under the stepped clock, the cooldown is restored"
+    fi
+    keys q
+    wait_for '^demo exited with 0$' 10 >/dev/null || true
+else
+    fail "the demo runs under libfaketime"
+fi
+
+# --- 6: without a terminal, and bad input ---------------------------------------------
+
+for offset in "+1d" "-30d"; do
+    out=$(FAKETIME_DONT_FAKE_MONOTONIC=1 timeout 60 faketime -f "$offset" \
+        "$TIMERKIT" demo --print-after 0.5 --sale-seconds 100 --state "$WORK/print.state" 2>&1 || true)
+    line=$(grep -E '^Flash sale   starts in 00:01:(2[0-9]|3[0-9]|40)$' <<<"$out" || true)
+    check "faketime -f $offset: --print-after shows the sale's true time left (${line#Flash sale   })" test -n "$line"
+done
+
+out=$("$TIMERKIT" demo --print-after 0.2 --sale-seconds 0 --state "$WORK/print.state" 2>&1 || true)
+check "a sale already at zero reloads once" grep -qE '^Flash sale   started; the page reloaded 1 time$' <<<"$out"
+
+status=0
+out=$("$TIMERKIT" demo --sale-seconds -5 2>&1) || status=$?
+check "a negative --sale-seconds is a usage error (status $status)" \
+    test "$status" -eq 64 -a -n "$(grep -F -- '--sale-seconds needs a whole number of seconds' <<<"$out")"
+status=0
+out=$("$TIMERKIT" demo --state "$WORK/print.state" </dev/null 2>&1) || status=$?
+check "without a terminal, a clear message (status $status)" \
+    test "$status" -eq 1 -a -n "$(grep -F 'standard input is not a terminal' <<<"$out")"
+
+printf 'not a cooldown file' >"$WORK/corrupt.state"
+out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>&1 || true)
+check "a corrupt state file is reported and the demo runs" grep -qE "^could not restore .*corrupt.state: " <<<"$out"
+check "the corrupt state file is left as it was" test "$(cat "$WORK/corrupt.state")" = "not a cooldown file"
+
+start "$TIMERKIT" demo --state "$WORK/no-such-dir/demo.state"
+if wait_for '^Code         press s to send a code$'; then
+    keys s
+    check "an unwritable state file: the code is sent, the failure shown" wait_for '^code sent, but not saved: '
+    keys q
+    check "q quits after the failed save" wait_for '^demo exited with 0$' 10
+else
+    fail "the demo starts with an unwritable state file"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
