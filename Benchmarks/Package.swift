@@ -9,7 +9,12 @@
 //                                     TimerKit against Foundation, Dispatch,
 //                                     Task.sleep and SwiftNIO (the README's table)
 //
-//   swift test                        the harness's own tests (TimerBenchTests)
+//   swift run -c release countdown-peers
+//                                     many countdowns three ways: CountdownCenter,
+//                                     a LoopTimer each, one ticker walking all
+//                                     (the README's countdown table)
+//   swift test                        the harnesses' own tests (TimerBenchTests,
+//                                     CountdownBenchTests)
 //
 // TimerBench is the harness and the peers that need no package (Foundation,
 // Dispatch, Task.sleep, the C core); CBenchSupport its C side (the bare
@@ -45,6 +50,26 @@ let package = Package(
         .testTarget(
             name: "TimerBenchTests",
             dependencies: ["TimerBench", "CBenchSupport"]
+        ),
+        .target(
+            name: "CountdownBench",
+            dependencies: [
+                "CBenchSupport",
+                "TimerBench",
+                .product(name: "TimerKit", package: "TimerKit"),
+                .product(name: "Countdowns", package: "TimerKit"),
+            ]
+        ),
+        .executableTarget(
+            name: "countdown-peers",
+            dependencies: ["CountdownBench", "TimerBench"]
+        ),
+        .testTarget(
+            name: "CountdownBenchTests",
+            dependencies: [
+                "CountdownBench",
+                .product(name: "TimerKit", package: "TimerKit"),
+            ]
         ),
         .target(
             name: "NIOPeers",

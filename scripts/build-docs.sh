@@ -17,7 +17,7 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
 fi
 
 OUTPUT=${1:-build/docs}
-MODULES=(TimerKit TrustedTime)
+MODULES=(TimerKit TrustedTime Countdowns)
 passed=0
 failed=0
 mkdir -p build

@@ -10,8 +10,9 @@
 # few names the samples take as given (a `loop`, a `render` function, ...).
 # A block gets the imports of the documentation it is in: TimerKit's for
 # TimerKit's docs, TimerKit's and TrustedTime's for TrustedTime's (it is used
-# with TimerKit's clocks) and for the README; any other import (Testing,
-# Synchronization) the block must show itself.
+# with TimerKit's clocks) and for the README, all three for Countdowns' (it
+# is used with both); any other import (Testing, Synchronization) the block
+# must show itself.
 # All blocks are compiled together to SIL (-emit-sil), so Swift 6's data-race
 # checks apply to them too. A block that is a package manifest (its first
 # line is `// swift-tools-version...`) is built for real instead: a package
@@ -37,11 +38,13 @@ PACKAGES=${TMPDIR:-/tmp}/timerkit-snippet-packages
 rm -rf "$OUT" "$PACKAGES"
 mkdir -p "$OUT/blocks" "$PACKAGES"
 
-if [ ! -f "$MODULES/TrustedTime.swiftmodule" ]; then
-    echo "check-snippets: $MODULES/TrustedTime.swiftmodule not found: run swift build first" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
+for module in TimerKit TrustedTime Countdowns; do
+    if [ ! -f "$MODULES/$module.swiftmodule" ]; then
+        echo "check-snippets: $MODULES/$module.swiftmodule not found: run swift build first" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
 
 # Writes each ```swift block of the files given to $OUT/blocks/NNNN.swift,
 # with a first comment line naming where it came from. In .swift files only
@@ -104,6 +107,7 @@ for block in "${blocks[@]}"; do
         echo "import TimerKit"
         case "$origin" in
         "// from Sources/TimerKit/"*) ;;
+        "// from Sources/Countdowns/"*) echo "import TrustedTime"; echo "import Countdowns" ;;
         *) echo "import TrustedTime" ;;
         esac
         grep -E '^import ' <<<"$body"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds TimerKit in release mode and runs it: the C countdown example, the C
-# core benchmark, `timerkit clocks`, then the side-by-side benchmark
-# (Benchmarks/'s timer-peers: `timerkit bench` with SwiftNIO added; TimerKit
-# against Foundation, Dispatch, Task.sleep and NIO, measured in one run).
+# core benchmark, `timerkit clocks`, one screen of `timerkit demo` (printed
+# after two seconds, no terminal needed), then the side-by-side benchmarks
+# (Benchmarks/'s timer-peers: TimerKit against Foundation, Dispatch,
+# Task.sleep and NIO; countdown-peers: CountdownCenter against a LoopTimer a
+# countdown and one ticker walking them all; each measured in one run).
 #
-#   scripts/run.sh            the example, then the benchmarks (about 3 minutes)
+#   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
 # C binaries go to build/release/, the Swift ones to .build/release/ and
@@ -65,7 +67,15 @@ echo "=== swift build -c release --product timerkit"
 swift build -c release --product timerkit
 echo "=== .build/release/timerkit clocks"
 .build/release/timerkit clocks
+DEMO_STATE=$(mktemp "${TMPDIR:-/tmp}/timerkit-demo.XXXXXX")
+echo "=== .build/release/timerkit demo --print-after 2 (interactive: .build/release/timerkit demo)"
+.build/release/timerkit demo --print-after 2 --sale-seconds 90 --state "$DEMO_STATE"
+rm -f "$DEMO_STATE"
 echo "=== swift build -c release --package-path Benchmarks --product timer-peers"
 swift build -c release --package-path Benchmarks --product timer-peers
 echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]}"
 Benchmarks/.build/release/timer-peers "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product countdown-peers"
+swift build -c release --package-path Benchmarks --product countdown-peers
+echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
+Benchmarks/.build/release/countdown-peers "${QUICK[@]}"

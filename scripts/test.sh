@@ -24,8 +24,8 @@
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
-#           harness tests, and in release timer-peers --quick and the suite's
-#           benchmark list
+#           harness tests, and in release timer-peers --quick, countdown-peers
+#           --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
 #   demo    scripts/test-demo.sh: `timerkit demo` driven in tmux (send-keys,
@@ -497,7 +497,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers --quick, countdown-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -515,11 +515,15 @@ run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.
 [ "$RUN_STATUS" -eq 0 ] || fail "timer-peers --quick exited with status $RUN_STATUS (log: $LOGS/timer-peers.log)"
 grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
+run_logged "$LOGS/countdown-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/countdown-peers --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "countdown-peers --quick exited with status $RUN_STATUS (log: $LOGS/countdown-peers.log)"
+grep -qE '^one ticker walking all +[0-9]' "$LOGS/countdown-peers.log" ||
+    fail "countdown-peers --quick printed no row for the walking ticker (log: $LOGS/countdown-peers.log)"
 run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers ran; $listed benchmarks listed"
+end_stage "timer-peers and countdown-peers ran; $listed benchmarks listed"
 
 # --- trusted: trusted time against a real NTP server ------------------------------
 

@@ -1,9 +1,9 @@
 /// What a ``CountdownCenter`` keeps under its lock: the countdown table, the
 /// deadline heap of their ends, the groups and the observations.
 ///
-/// A countdown costs its table slot (an end, a generation, a group and a
-/// heap position: 20 bytes) and its heap entry (16 bytes); nothing else
-/// until it is observed.
+/// A countdown costs its table slot (24 bytes) and its heap entry (16
+/// bytes), plus at most one stale entry's worth while removed countdowns'
+/// entries wait to be dropped; nothing else until it is observed.
 struct CenterState {
     /// This center's number: handles and groups carry it.
     let center: UInt32
@@ -14,51 +14,24 @@ struct CenterState {
 
     // MARK: The table
 
-    /// Each slot's end, on the time base (nanoseconds).
-    private var ends: [Int64] = []
-    /// Each slot's generation; a handle is valid while they match.
-    private var generations: [UInt32] = []
-    /// Each slot's group (0: none).
-    private var groups: [UInt32] = []
-    /// A live slot's index in the heap; a free slot's next free slot.
-    private var positions: [UInt32] = []
-    private var freeSlot = UInt32.max
+    private var table = CountdownTable()
+    /// The ends; entries of removed countdowns are dropped lazily.
     private var heap = DeadlineHeap()
+    /// Heap entries of removed countdowns not dropped yet.
+    private var staleEntries = 0
     /// Countdowns yet to end.
-    private(set) var live = 0
+    var live: Int { table.count }
     private var groupCount: UInt32 = 0
 
     // MARK: Observations and handlers
 
-    enum Target: Equatable {
-        case countdown(Countdown)
-        case group(UInt32)
-        case all
-    }
-
-    enum Handler {
-        case countdown(@Sendable (CountdownEvent) -> Void)
-        case group(@Sendable (GroupEvent) -> Void)
-        case all(@Sendable (CenterTick) -> Void)
-    }
-
-    struct Observer {
-        var target: Target
-        /// The granularity, nanoseconds.
-        var step: Int64
-        /// When it ticks next, on the time base.
-        var next: Int64
-        /// For a countdown: the value shown since the last tick.
-        var value: Int64
-        var handler: Handler
-    }
-
-    private(set) var observers: [UInt64: Observer] = [:]
+    private(set) var observers = ObserverTable()
     /// The observations by next tick.
     private var tickQueue = TickQueue()
     /// The observations of each observed countdown's slot.
     private var slotObservers: [UInt32: [UInt64]] = [:]
-    private var nextObserverKey: UInt64 = 1
+    /// The observations due at a serve (kept to reuse its storage).
+    private var dueTicks: [UInt64] = []
 
     var endHandler: (@Sendable (CountdownEnd) -> Void)?
     var jumpHandler: (@Sendable (TimeBaseJump) -> Void)?
@@ -67,6 +40,25 @@ struct CenterState {
     var baseOffset: Int64 = 0
     /// What the timer is armed for, on the time base; `nil`: idle.
     var armed: Int64?
+    /// A delivery buffer kept between serves, so that serving allocates
+    /// nothing once it has grown.
+    var spareDeliveries: [Delivery] = []
+    /// Serves delivering now (more than one when a handler runs the loop).
+    var deliveringServes = 0
+    /// Observations that ended while a serve was delivering: what it
+    /// collected for them is not delivered.
+    private(set) var endedWhileDelivering: Set<UInt64> = []
+
+    /// Notes that `key` ended, if a serve is delivering.
+    private mutating func noteEnded(_ key: UInt64) {
+        if deliveringServes > 0 { endedWhileDelivering.insert(key) }
+    }
+
+    /// A serve finished delivering.
+    mutating func finishDelivering() {
+        deliveringServes -= 1
+        if deliveringServes == 0 { endedWhileDelivering.removeAll() }
+    }
 
     // MARK: Countdowns
 
@@ -80,77 +72,99 @@ struct CenterState {
     }
 
     mutating func insert(end: Int64, group: UInt32) -> Countdown {
-        let slot: UInt32
-        if freeSlot != .max {
-            slot = freeSlot
-            freeSlot = positions[Int(slot)]
-        } else {
-            slot = UInt32(ends.count)
-            ends.append(0)
-            generations.append(1)
-            groups.append(0)
-            positions.append(0)
-        }
-        ends[Int(slot)] = end
-        groups[Int(slot)] = group
-        heap.push(slot: slot, deadline: end, positions: &positions)
-        live += 1
-        return Countdown(center: center, slot: slot, generation: generations[Int(slot)])
+        let (slot, generation) = table.allocate(end: end, group: group)
+        heap.push(DeadlineHeap.Entry(deadline: end, slot: slot, generation: generation))
+        return Countdown(center: center, slot: slot, generation: generation)
     }
 
     /// The end of a live countdown, or `nil`.
     func end(of countdown: Countdown) -> Int64? {
-        let slot = Int(countdown.slot)
-        guard countdown.center == center, slot < generations.count,
-            generations[slot] == countdown.generation
-        else { return nil }
-        return ends[slot]
+        guard countdown.center == center else { return nil }
+        return table.live(slot: countdown.slot, generation: countdown.generation)?.end
     }
 
     /// Takes a live countdown out (its observations end). False if it is not live.
+    ///
+    /// - Complexity: O(1) amortized: its heap entry stays, stale, until it
+    ///   reaches the top or the stale entries outnumber the live ones.
     mutating func remove(_ countdown: Countdown) -> Bool {
-        guard end(of: countdown) != nil else { return false }
-        heap.remove(at: Int(positions[Int(countdown.slot)]), positions: &positions)
-        free(countdown.slot)
-        for key in slotObservers.removeValue(forKey: countdown.slot) ?? [] {
-            observers[key] = nil
+        guard countdown.center == center,
+            let slot = table.live(slot: countdown.slot, generation: countdown.generation)
+        else { return false }
+        table.free(countdown.slot)
+        if slot.observers > 0 {
+            for key in slotObservers.removeValue(forKey: countdown.slot) ?? [] {
+                observers.remove(key)
+                noteEnded(key)
+            }
+        }
+        staleEntries += 1
+        if staleEntries > 1_024 && staleEntries > table.count {
+            let table = table
+            heap.compact { table.isLive($0) }
+            staleEntries = 0
         }
         return true
     }
 
-    private mutating func free(_ slot: UInt32) {
-        generations[Int(slot)] &+= 1
-        if generations[Int(slot)] == 0 { generations[Int(slot)] = 1 }
-        positions[Int(slot)] = freeSlot
-        freeSlot = slot
-        live -= 1
+    /// The earliest live end, dropping stale entries from the top.
+    private mutating func earliestEnd() -> DeadlineHeap.Entry? {
+        while let top = heap.top {
+            if table.isLive(top) { return top }
+            heap.removeTop()
+            staleEntries -= 1
+        }
+        return nil
     }
 
     // MARK: Observations
 
     /// Adds an observation ticking first at `next`; `value` is what a
-    /// countdown's display shows now.
+    /// countdown's display shows now, `end` its end.
     mutating func observe(
-        _ target: Target, step: Int64, next: Int64, value: Int64 = 0, handler: Handler
+        _ target: ObserverTable.Target, step: Int64, next: Int64, value: Int64 = 0, end: Int64 = 0,
+        handler: ObserverTable.Handler
     ) -> UInt64 {
-        let key = nextObserverKey
-        nextObserverKey += 1
+        let key = observers.insert(
+            ObserverTable.Observer(target: target, step: step, next: next, value: value, end: end),
+            handler: handler)
         if case .countdown(let countdown) = target {
             slotObservers[countdown.slot, default: []].append(key)
+            table.addObserver(countdown.slot)
         }
-        observers[key] = Observer(target: target, step: step, next: next, value: value, handler: handler)
         if next != .max { tickQueue.push(key, at: next) }
         return key
     }
 
     /// Ends an observation. False if it had ended already.
     mutating func unobserve(_ key: UInt64) -> Bool {
-        guard let observer = observers.removeValue(forKey: key) else { return false }
+        guard let (observer, _) = observers.remove(key) else { return false }
+        noteEnded(key)
         if case .countdown(let countdown) = observer.target {
             slotObservers[countdown.slot]?.removeAll { $0 == key }
             if slotObservers[countdown.slot]?.isEmpty == true { slotObservers[countdown.slot] = nil }
+            table.removeObserver(countdown.slot)
         }
         return true
+    }
+
+    /// Plans every observation's next tick again from `now`, after the time
+    /// base moved: a countdown whose displayed value changed ticks at once
+    /// (with the values it skipped, if it moved forward), the others at their
+    /// next change; grid observations at their next grid point.
+    mutating func replanTicks(now: Int64) {
+        tickQueue = TickQueue()
+        observers.updateAll { key, observer in
+            switch observer.target {
+            case .countdown:
+                let value = Self.displayedValue(remaining: observer.end.subtractingSaturating(now), step: observer.step)
+                observer.next =
+                    value != observer.value ? now : Self.nextChange(end: observer.end, step: observer.step, now: now)
+            case .group, .all:
+                observer.next = Self.nextGridPoint(step: observer.step, now: now)
+            }
+            if observer.next != .max { tickQueue.push(key, at: observer.next) }
+        }
     }
 
     /// When a countdown ending at `end` next changes its displayed value
@@ -182,89 +196,109 @@ struct CenterState {
     /// The earliest end or tick, on the time base; `nil` if there is none.
     mutating func nextWake() -> Int64? {
         let tick = nextTick()
-        guard let end = heap.top?.deadline else { return tick?.next }
+        guard let end = earliestEnd()?.deadline else { return tick?.next }
         return min(end, tick?.next ?? .max)
     }
 
     /// The observation that ticks first, dropping queue entries that went
     /// stale (the observation ended, or its next tick moved).
     private mutating func nextTick() -> (key: UInt64, next: Int64)? {
-        let observers = observers
-        return tickQueue.first { key, next in observers[key]?.next == next }
+        while let top = tickQueue.top {
+            if observers.isCurrent(top.key, next: top.next) { return (top.key, top.next) }
+            tickQueue.removeFirst()
+        }
+        return nil
     }
 
     /// Takes every end due at `now` out of the heap and every tick due, and
-    /// returns what to call, in order: the ends (earliest first), then the
-    /// ticks.
-    mutating func collectDue(now: Int64) -> [@Sendable () -> Void] {
-        var deliveries: [@Sendable () -> Void] = []
+    /// appends what to call to `deliveries`, in order: the ends (earliest
+    /// first), then the ticks.
+    mutating func collectDue(now: Int64, into deliveries: inout [Delivery]) {
         // Ends.
-        while let top = heap.top, top.deadline <= now {
-            let slot = top.slot
-            heap.remove(at: 0, positions: &positions)
-            let countdown = Countdown(center: center, slot: slot, generation: generations[Int(slot)])
-            let group = groups[Int(slot)]
+        while let top = earliestEnd(), top.deadline <= now {
+            heap.removeTop()
+            let entry = table[top.slot]
+            table.free(top.slot)
+            let countdown = Countdown(center: center, slot: top.slot, generation: top.generation)
+            let group = entry.group
             let event = CountdownEnd(
                 countdown: countdown, group: group == 0 ? nil : CountdownGroup(id: group, center: center),
                 lateness: .nanoseconds(now.subtractingSaturating(top.deadline)))
-            free(slot)
-            if let endHandler { deliveries.append { endHandler(event) } }
-            for key in slotObservers.removeValue(forKey: slot) ?? [] {
-                guard case .countdown(let handler)? = observers.removeValue(forKey: key)?.handler else {
-                    continue
+            if let endHandler { deliveries.append(.end(endHandler, event)) }
+            if entry.observers > 0 {
+                for key in slotObservers.removeValue(forKey: top.slot) ?? [] {
+                    guard case .countdown(let handler)? = observers.remove(key)?.handler else { continue }
+                    deliveries.append(.countdown(key, handler, .ended(event)))
                 }
-                deliveries.append { handler(.ended(event)) }
             }
             if group != 0 {
-                for observer in observers.values where observer.target == .group(group) {
-                    if case .group(let handler) = observer.handler {
-                        deliveries.append { handler(.ended(event)) }
-                    }
+                for (key, handler) in observers.groupHandlers(group) {
+                    deliveries.append(.group(key, handler, .ended(event)))
                 }
             }
         }
-        // Ticks: the observations due, from the queue.
-        var due: [UInt64] = []
+        // Ticks: the observations due, taken from the queue first and put
+        // back after (so that the entries put back, all later, do not sift
+        // through the ones still to take).
+        dueTicks.removeAll(keepingCapacity: true)
         while let (key, next) = nextTick(), next <= now {
             tickQueue.removeFirst()
-            due.append(key)
+            dueTicks.append(key)
         }
-        for key in due {
-            guard var observer = observers[key] else { continue }
-            switch (observer.target, observer.handler) {
-            case (.countdown(let countdown), .countdown(let handler)):
-                guard let end = end(of: countdown) else { continue }
-                let remaining = end.subtractingSaturating(now)
-                let value = Self.displayedValue(remaining: remaining, step: observer.step)
-                // The tick was for the value one below the last shown; a
-                // lower one means values went by unseen.
-                let expected = observer.value - 1
-                let tick = CountdownTick(
-                    countdown: countdown, remaining: .nanoseconds(max(0, remaining)), value: value,
-                    skipped: UInt64(max(0, expected - value)))
-                observer.value = value
-                observer.next = Self.nextChange(end: end, step: observer.step, now: now)
-                deliveries.append { handler(.tick(tick)) }
-            case (_, .group(let handler)):
-                let tick = gridTick(&observer, now: now)
-                deliveries.append { handler(.tick(tick)) }
-            case (_, .all(let handler)):
-                let tick = gridTick(&observer, now: now)
-                deliveries.append { handler(tick) }
-            default:
-                continue
+        for key in dueTicks {
+            guard let tick = observers.update(key, { Self.tick(&$0, now: now) }) else { continue }
+            switch tick {
+            case .countdown(let event, _):
+                guard case .countdown(let handler)? = observers.handler(key) else { continue }
+                deliveries.append(.countdown(key, handler, .tick(event)))
+            case .grid(let event, _):
+                switch observers.handler(key) {
+                case .group(let handler)?: deliveries.append(.group(key, handler, .tick(event)))
+                case .all(let handler)?: deliveries.append(.all(key, handler, event))
+                default: continue
+                }
             }
-            observers[key] = observer
-            if observer.next != .max { tickQueue.push(key, at: observer.next) }
+            if tick.next != .max { tickQueue.push(key, at: tick.next) }
         }
-        return deliveries
+    }
+
+    /// What a tick computed: the event, and when the observation ticks next.
+    private enum Tick {
+        case countdown(CountdownTick, next: Int64)
+        case grid(CenterTick, next: Int64)
+
+        var next: Int64 {
+            switch self {
+            case .countdown(_, let next), .grid(_, let next): next
+            }
+        }
+    }
+
+    /// `observer`'s tick due at `now`, moving it to its next tick.
+    private static func tick(_ observer: inout ObserverTable.Observer, now: Int64) -> Tick {
+        switch observer.target {
+        case .countdown(let countdown):
+            let remaining = observer.end.subtractingSaturating(now)
+            let value = displayedValue(remaining: remaining, step: observer.step)
+            // The tick was for the value one below the last shown; a lower
+            // one means values went by unseen.
+            let expected = observer.value - 1
+            let tick = CountdownTick(
+                countdown: countdown, remaining: .nanoseconds(max(0, remaining)), value: value,
+                skipped: UInt64(max(0, expected - value)))
+            observer.value = value
+            observer.next = nextChange(end: observer.end, step: observer.step, now: now)
+            return .countdown(tick, next: observer.next)
+        case .group, .all:
+            return .grid(gridTick(&observer, now: now), next: observer.next)
+        }
     }
 
     /// The tick of a grid observation due at `now`, moving it to its next point.
-    private func gridTick(_ observer: inout Observer, now: Int64) -> CenterTick {
+    private static func gridTick(_ observer: inout ObserverTable.Observer, now: Int64) -> CenterTick {
         let late = now.subtractingSaturating(observer.next)
         let skipped = UInt64(late / observer.step)
-        observer.next = Self.nextGridPoint(step: observer.step, now: now)
+        observer.next = nextGridPoint(step: observer.step, now: now)
         return CenterTick(time: now, skipped: skipped)
     }
 }

@@ -53,7 +53,9 @@ enum CooldownStateFile {
         var body = ByteWriter()
         body.paddedASCII(contents.bootID, width: bootIDSize)
         body.duration(contents.savedAt.offset)
-        let entries = contents.entries.prefix(maximumEntries)
+        // Cooldowns.write refuses more; a larger list is a programming error.
+        precondition(contents.entries.count <= maximumEntries, "more cooldowns than a state file holds")
+        let entries = contents.entries
         body.uint32(UInt32(entries.count))
         body.uint32(0)
         for entry in entries {

@@ -11,24 +11,27 @@ import TrustedTime
 /// _ = try? cooldowns.restore()                      // after a restart
 /// let resend = try cooldowns.cooldown(key: "sms:+8613800000000", duration: .seconds(60))
 /// button.isEnabled = cooldowns.remaining(key: resend.key) == nil
-/// let watching = try center.observe(resend.countdown) { event in ... }
+/// let watching = try center.observe(resend.countdown) { event in
+///     if case .ended = event { button.isEnabled = true }
+/// }
 /// ```
 ///
-/// Each cooldown is a countdown of the ``CountdownCenter`` (on its boot
-/// clock, which counts suspend and which nobody can set), so it can be
-/// observed like any other. With a file, every start and cancel saves the
-/// running cooldowns there, atomically, in a small versioned and
-/// checksummed format (the same envelope as a `TrustedClock`'s state). The
-/// first save restores what the file holds first, so that nothing saved is
-/// lost; a file that cannot be read is never overwritten, except by
-/// ``replaceStateFile()``.
+/// Each cooldown is a countdown of the ``CountdownCenter``, ending at a
+/// boot-clock instant (the boot clock counts suspend and nobody can set
+/// it), so it can be observed like any other. With a file, every start and
+/// cancel saves the running cooldowns there, atomically, in a small
+/// versioned and checksummed format (the same envelope as a
+/// `TrustedClock`'s state). The first save restores what the file holds
+/// first, so that nothing saved is lost; a file that cannot be read is
+/// never overwritten, except by ``replaceStateFile()``.
 ///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
-/// the cooldown ends at its saved end in server time. Otherwise it resumes
-/// with the time it had left when it was saved: it may end later than it
-/// should, never earlier. (A restart in the same boot needs neither: the
-/// boot-clock end still holds.)
+/// and the cooldown was saved with its end in server time (the clock was
+/// synced when it was saved), it ends at that end in server time. Otherwise
+/// it resumes with the time it had left when it was saved: it may end later
+/// than it should, never earlier. (A restart in the same boot needs
+/// neither: the boot-clock end still holds.)
 ///
 /// Thread safety: every member may be used from any thread.
 public final class Cooldowns: Sendable {
@@ -70,6 +73,10 @@ public final class Cooldowns: Sendable {
     /// Cooldowns counting down in `center`, saved to `file` if given.
     ///
     /// - Parameters:
+    ///   - center: the center they count down in: one on the boot clock, as
+    ///     their ends are boot-clock instants (on a trusted center, a
+    ///     re-sync that moves server time would move them too).
+    ///   - file: where they are saved and restored from; `nil`: nowhere.
     ///   - trustedClock: a clock on the same loop's clocks, whose server
     ///     time carries the cooldowns across a reboot once it is synced.
     ///   - bootID: this boot's id (by default the trusted clock's readings',
@@ -186,7 +193,9 @@ public final class Cooldowns: Sendable {
     private func write() throws(CountdownError) {
         guard let file else { throw .noStateFile }
         let now = center.loop.now(.boot)
-        let entries = all.sorted { $0.key < $1.key }.map { cooldown in
+        let running = all
+        guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
+        let entries = running.sorted { $0.key < $1.key }.map { cooldown in
             CooldownStateFile.Entry(
                 key: cooldown.key, end: cooldown.end, duration: cooldown.duration,
                 trustedEnd: serverTime(atBoot: cooldown.end))
@@ -225,8 +234,15 @@ public final class Cooldowns: Sendable {
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
         guard let bootID, !bootID.isEmpty, contents.bootID == bootID else {
-            defer { fileRead.withLock { $0 = true } }
-            return restoreAfterReboot(contents, now: now)
+            let outcome = restoreAfterReboot(contents, now: now)
+            fileRead.withLock { $0 = true }
+            // Saved at once on this boot, so that a second restart in this
+            // boot restores the same ends rather than applying the rule
+            // again. If this save fails, the file keeps the other boot's
+            // cooldowns, and the next save or restart applies the rule once
+            // more (which never shortens a cooldown).
+            if bootID != nil { try? write() }
+            return outcome
         }
         guard contents.savedAt <= now else {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")

@@ -1,3 +1,4 @@
+import Synchronization
 import TimerKit
 import TrustedTime
 
@@ -18,7 +19,8 @@ import TrustedTime
 ///
 /// **Ends.** Every countdown's end is delivered exactly once, never early,
 /// whether anyone observes it or not: the ends wait in a deadline heap
-/// (O(log n) to add, remove or end one) and the center's one timer is armed
+/// (O(log n) to add or end one, O(1) amortized to remove one, whose entry is
+/// dropped later) and the center's one timer is armed
 /// for the earliest. An end that passed while the machine was suspended is
 /// delivered as soon as it resumes, with its lateness. ``onEnd(_:)`` hears
 /// every end; an observer of a countdown or of its group hears its own.
@@ -61,6 +63,11 @@ public final class CountdownCenter: Sendable {
     public let timeBase: TimeBase
 
     let state: ThreadLocked<CenterState>
+    /// The modes events are delivered in.
+    private let modes: [LoopMode]
+    /// Bumped whenever an observation ends early (cancelled, or its
+    /// countdown removed), so that a serve delivering knows to check.
+    private let observationsEnded = Atomic<UInt64>(0)
     private let timer: LoopTimer<BootClock>
     private let sampleObserver: UInt64?
 
@@ -79,6 +86,7 @@ public final class CountdownCenter: Sendable {
     {
         self.loop = loop
         self.timeBase = timeBase
+        self.modes = modes
         state = ThreadLocked(CenterState(center: Self.numbers.withLock { number in
             number &+= 1
             return number
@@ -169,9 +177,11 @@ public final class CountdownCenter: Sendable {
         return insert(end: end.sinceEpoch.saturatingNanoseconds, group: group)
     }
 
-    /// Adds a countdown from a server's "remaining" figure (the seeds'
-    /// `miaoshaRemainTime`): it ends `remaining` after `measuredAt`, the
-    /// boot-clock instant the server's reply arrived (now, by default).
+    /// Adds a countdown from a server's "remaining" figure (a flash sale's
+    /// seconds to go): it ends `remaining` after `measuredAt`, the boot-clock
+    /// instant the server's reply arrived (now, by default). On a trusted
+    /// center the end is placed in server time with the clock's estimate at
+    /// `measuredAt`, and a later re-sync moves it with server time.
     ///
     /// - Complexity: O(log n).
     @discardableResult
@@ -187,7 +197,8 @@ public final class CountdownCenter: Sendable {
             // Another center's group is no group here.
             let id = group.flatMap { state.hasGroup($0) ? $0.id : nil } ?? 0
             let countdown = state.insert(end: end, group: id)
-            rearm(&state)
+            // Only an end before what the timer waits for moves it.
+            if state.armed.map({ end < $0 }) ?? true { rearm(&state) }
             return countdown
         }
     }
@@ -195,12 +206,16 @@ public final class CountdownCenter: Sendable {
     /// Removes a countdown before its end: no end event comes for it, and
     /// its observations end. Returns whether it was there.
     ///
-    /// - Complexity: O(log n).
+    /// - Complexity: O(1) amortized: its slot is freed at once, and its
+    ///   heap entry is dropped when it reaches the top, or with the others
+    ///   when removed countdowns' entries outnumber the live ones (O(n)).
     @discardableResult
     public func remove(_ countdown: Countdown) -> Bool {
+        // The timer stays armed: if it waited for this end, it wakes for
+        // nothing once and then waits for the next one.
         state.withLock { state in
             guard state.remove(countdown) else { return false }
-            rearm(&state)
+            observationsEnded.add(1, ordering: .releasing)
             return true
         }
     }
@@ -252,7 +267,7 @@ public final class CountdownCenter: Sendable {
                 .countdown(countdown), step: step,
                 next: CenterState.nextChange(end: end, step: step, now: now),
                 value: CenterState.displayedValue(remaining: end.subtractingSaturating(now), step: step),
-                handler: .countdown(handler))
+                end: end, handler: .countdown(handler))
             rearm(&state)
             return key
         }
@@ -284,8 +299,7 @@ public final class CountdownCenter: Sendable {
 
     /// Calls `handler` on the center's loop at every point of the
     /// `granularity` grid of the time base while the observation is alive:
-    /// the seeds' center-wide notification, for views that redraw whatever
-    /// they show.
+    /// a center-wide notification, for views that redraw whatever they show.
     ///
     /// - Throws: ``CountdownError/invalidGranularity(_:)``.
     public func observeAll(
@@ -329,7 +343,10 @@ public final class CountdownCenter: Sendable {
     /// Ends an observation (``CountdownObservation/cancel()``).
     func cancel(_ key: UInt64) {
         state.withLock { state in
-            if state.unobserve(key) { rearm(&state) }
+            if state.unobserve(key) {
+                observationsEnded.add(1, ordering: .releasing)
+                rearm(&state)
+            }
         }
     }
 
@@ -369,21 +386,45 @@ public final class CountdownCenter: Sendable {
     /// The timer fired: deliver the ends and ticks that are due.
     func serve() {
         let now = now().base
-        let deliveries = state.withLock { state in
-            let deliveries = state.collectDue(now: now)
+        let endings = observationsEnded.load(ordering: .acquiring)
+        var deliveries = state.withLock { state in
+            var deliveries: [Delivery] = []
+            swap(&deliveries, &state.spareDeliveries)
+            state.collectDue(now: now, into: &deliveries)
             state.armed = nil
             rearm(&state)
+            state.deliveringServes += 1
             return deliveries
         }
-        for delivery in deliveries { delivery() }
+        for index in deliveries.indices {
+            // An observation ended since the collection (by a handler, or
+            // another thread) hears nothing more; checked under the lock only
+            // when some observation has ended since.
+            let key = deliveries[index].observation
+            if key != 0, observationsEnded.load(ordering: .acquiring) != endings,
+                state.withLock({ $0.endedWhileDelivering.contains(key) })
+            {
+                continue
+            }
+            deliveries[index].deliver()
+        }
+        // The handlers are released here, with no lock held; the buffer is
+        // kept for the next serve (unless a nested serve kept one already).
+        deliveries.removeAll(keepingCapacity: true)
+        state.withLock { state in
+            state.finishDelivering()
+            if state.spareDeliveries.capacity < deliveries.capacity { swap(&deliveries, &state.spareDeliveries) }
+        }
     }
 
     /// The trusted clock's samples changed: re-plan, and tell of a jump.
     func timeBaseChanged() {
-        let offset = currentOffset().offset
+        let (offset, boot) = currentOffset()
+        let baseNow = offset &+ boot.offset.saturatingNanoseconds
         let jump = state.withLock { state -> (@Sendable () -> Void)? in
             let change = offset.subtractingSaturating(state.baseOffset)
             state.baseOffset = offset
+            state.replanTicks(now: baseNow)
             state.armed = nil
             rearm(&state)
             guard let handler = state.jumpHandler, change.magnitude > UInt64(state.jumpThreshold) else {
@@ -393,9 +434,10 @@ public final class CountdownCenter: Sendable {
             return { handler(event) }
         }
         guard let jump else { return }
-        // On the center's loop, like every other event.
+        // On the center's loop, in its modes, like every other event.
         do {
-            try loop.perform(after: .zero, in: .common) { jump() }
+            let timer = try LoopTimer(after: .zero) { _, _ in jump() }
+            try loop.add(timer, in: modes)
         } catch {
             jump()  // a loop that refuses work: tell at once rather than never
         }

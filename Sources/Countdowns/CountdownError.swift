@@ -21,6 +21,9 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidKey(String)
     /// ``Cooldowns`` was made without a file to save to or restore from.
     case noStateFile
+    /// More cooldowns run than the state file holds (1,024): the file is
+    /// left as it was, and every cooldown still runs in memory.
+    case tooManyCooldowns(Int)
 
     // MARK: Saved cooldowns
 
@@ -50,6 +53,8 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidDuration(let duration): "a cooldown must last at least 1 ns, not \(duration)"
         case .timer(let error): error.description
         case .invalidKey(let key): "a cooldown's key must be 1 to 256 bytes of UTF-8, not \"\(key)\""
+        case .tooManyCooldowns(let count):
+            "the state file holds at most \(CooldownStateFile.maximumEntries) cooldowns, not \(count)"
         case .noStateFile: "these cooldowns have no file to save to or restore from"
         case .stateFileNotFound(let path): "no saved cooldowns at \(path)"
         case .stateFileTruncated: "the saved cooldowns are truncated"

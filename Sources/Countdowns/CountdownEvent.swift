@@ -57,7 +57,8 @@ public enum GroupEvent: Sendable, Hashable {
 
 /// The center's time base moved by more than the threshold given to
 /// ``CountdownCenter/onTimeBaseJump(threshold:_:)``: a re-sync of its
-/// trusted clock changed server time (the seeds' "forced refresh").
+/// trusted clock changed server time: the moment to reload what the
+/// countdowns show.
 public struct TimeBaseJump: Sendable, Hashable {
     /// How far server time moved against the boot clock: positive forward.
     public var change: Duration

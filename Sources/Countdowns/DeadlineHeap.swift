@@ -1,96 +1,100 @@
-/// A min-heap of deadlines (nanoseconds on the center's time base) of the
-/// slots of a ``CountdownCenter``'s table, with each slot's position kept so
-/// that any entry is removed in O(log n): what makes adding and removing a
-/// countdown cheap and an end event O(log n), whatever the count.
+/// A min-heap of the ends of a ``CountdownCenter``'s countdowns
+/// (nanoseconds on the center's time base): the earliest end in O(1),
+/// adding an end and taking the earliest out in O(log n).
 ///
-/// Four children a node (fewer levels than a binary heap, and siblings close
-/// together); equal deadlines come out in the order they went in.
+/// Removal is lazy. Each entry names its countdown by slot and generation;
+/// removing a countdown only frees its slot in the ``CountdownTable``, and
+/// its entry, now stale, is dropped when it reaches the top or when stale
+/// entries come to outnumber live ones (``compact(keeping:)``, O(n), so
+/// O(1) amortized a removal). A removal thus touches one table slot and no
+/// heap entry, and an entry moving in the heap touches nothing else.
+///
+/// Four children a node: fewer levels than a binary heap, and the four
+/// siblings (64 bytes) share a cache line when the storage is aligned.
 struct DeadlineHeap {
-    /// 16 bytes: the deadline, the order it went in, the slot.
+    /// 16 bytes: the end, and the countdown it belongs to.
     struct Entry {
         var deadline: Int64
-        var sequence: UInt32
         var slot: UInt32
+        var generation: UInt32
     }
 
     private(set) var entries: [Entry] = []
-    private var nextSequence: UInt32 = 0
 
     var count: Int { entries.count }
-    var isEmpty: Bool { entries.isEmpty }
 
-    /// The earliest entry.
+    /// The earliest entry, stale or not.
     var top: Entry? { entries.first }
 
-    /// Room for `capacity` entries without growing.
-    mutating func reserve(_ capacity: Int) {
-        entries.reserveCapacity(capacity)
-    }
-
-    /// Adds `slot` at `deadline`; `positions[slot]` tracks where it is.
+    /// Adds an entry.
     ///
     /// - Complexity: O(log n).
-    mutating func push(slot: UInt32, deadline: Int64, positions: inout [UInt32]) {
-        let entry = Entry(deadline: deadline, sequence: nextSequence, slot: slot)
-        nextSequence &+= 1
+    mutating func push(_ entry: Entry) {
         entries.append(entry)
-        siftUp(entries.count - 1, positions: &positions)
+        siftUp(entries.count - 1)
     }
 
-    /// Removes the entry at `index`.
+    /// Removes the earliest entry.
     ///
     /// - Complexity: O(log n).
-    mutating func remove(at index: Int, positions: inout [UInt32]) {
+    mutating func removeTop() {
         let last = entries.removeLast()
-        guard index < entries.count else { return }
-        entries[index] = last
-        positions[Int(last.slot)] = UInt32(index)
-        if index > 0 && Self.before(entries[index], entries[(index - 1) / 4]) {
-            siftUp(index, positions: &positions)
-        } else {
-            siftDown(index, positions: &positions)
+        guard !entries.isEmpty else { return }
+        entries[0] = last
+        siftDown(0)
+    }
+
+    /// Keeps only the entries `isLive` accepts, and restores the heap order.
+    ///
+    /// - Complexity: O(n).
+    mutating func compact(keeping isLive: (Entry) -> Bool) {
+        entries.removeAll { !isLive($0) }
+        guard entries.count > 1 else { return }
+        for index in stride(from: (entries.count - 2) / 4, through: 0, by: -1) {
+            siftDown(index)
         }
     }
 
-    /// Earlier deadline first, then the one that went in first (sequence
-    /// numbers wrap: compared as a signed distance, right for entries fewer
-    /// than 2^31 pushes apart).
+    /// Earlier deadline first; for equal deadlines, the lower slot, then the
+    /// lower generation (any fixed order would do).
     private static func before(_ a: Entry, _ b: Entry) -> Bool {
-        a.deadline != b.deadline
-            ? a.deadline < b.deadline : Int32(bitPattern: a.sequence &- b.sequence) < 0
+        if a.deadline != b.deadline { return a.deadline < b.deadline }
+        return a.slot != b.slot ? a.slot < b.slot : a.generation < b.generation
     }
 
-    private mutating func siftUp(_ start: Int, positions: inout [UInt32]) {
-        var index = start
-        let entry = entries[index]
-        while index > 0 {
-            let parent = (index - 1) / 4
-            guard Self.before(entry, entries[parent]) else { break }
-            entries[index] = entries[parent]
-            positions[Int(entries[index].slot)] = UInt32(index)
-            index = parent
-        }
-        entries[index] = entry
-        positions[Int(entry.slot)] = UInt32(index)
-    }
-
-    private mutating func siftDown(_ start: Int, positions: inout [UInt32]) {
-        var index = start
-        let entry = entries[index]
-        let count = entries.count
-        while true {
-            let first = index * 4 + 1
-            guard first < count else { break }
-            var best = first
-            for child in (first + 1)..<min(first + 4, count) where Self.before(entries[child], entries[best]) {
-                best = child
+    private mutating func siftUp(_ start: Int) {
+        entries.withUnsafeMutableBufferPointer { entries in
+            var index = start
+            let entry = entries[index]
+            while index > 0 {
+                let parent = (index - 1) / 4
+                guard Self.before(entry, entries[parent]) else { break }
+                entries[index] = entries[parent]
+                index = parent
             }
-            guard Self.before(entries[best], entry) else { break }
-            entries[index] = entries[best]
-            positions[Int(entries[index].slot)] = UInt32(index)
-            index = best
+            entries[index] = entry
         }
-        entries[index] = entry
-        positions[Int(entry.slot)] = UInt32(index)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        entries.withUnsafeMutableBufferPointer { entries in
+            var index = start
+            let entry = entries[index]
+            let count = entries.count
+            while true {
+                let first = index * 4 + 1
+                guard first < count else { break }
+                var best = first
+                var child = first + 1
+                while child < min(first + 4, count) {
+                    if Self.before(entries[child], entries[best]) { best = child }
+                    child += 1
+                }
+                guard Self.before(entries[best], entry) else { break }
+                entries[index] = entries[best]
+                index = best
+            }
+            entries[index] = entry
+        }
     }
 }

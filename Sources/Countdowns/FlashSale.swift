@@ -1,13 +1,13 @@
 import TimerKit
 import TrustedTime
 
-/// A flash sale's countdown (the seeds' 秒杀): until the sale starts or
-/// ends, on a ``CountdownCenter``, immune to the device's wall clock.
+/// A flash sale's countdown: until the sale starts or ends, on a
+/// ``CountdownCenter``, immune to the device's wall clock.
 ///
 /// Two ways in:
 ///
 /// ```swift
-/// // The server's payload says how long is left ("miaoshaRemainTime": 79836).
+/// // The server's payload says how long is left ("remaining": 79836).
 /// let received = BootClock.now
 /// let sale = FlashSale(center: center, remaining: .seconds(79_836), receivedAt: received)
 ///
@@ -15,12 +15,14 @@ import TrustedTime
 /// let start = try FlashSale(center: trustedCenter, at: TrustedTime(sinceEpoch: .seconds(1_767_297_600)))
 /// ```
 ///
-/// The first needs no clock at all: the end is the reply's boot-clock
-/// instant plus the remaining time, and the boot clock cannot be set. The
-/// second follows the trusted clock's server time: a re-sync that moves it
-/// re-plans the end, and ``onServerTimeJump(threshold:_:)`` hears large
-/// moves, the moment to reload the page. Reaching zero ends the countdown
-/// exactly once: the ``CountdownEvent/ended(_:)`` an observer gets.
+/// The first, on a center on the boot clock, needs no clock at all: the end
+/// is the reply's boot-clock instant plus the remaining time, and the boot
+/// clock cannot be set. (A trusted center keeps it in server time, where a
+/// re-sync moves it.) The second follows the trusted clock's server time: a
+/// re-sync that moves it re-plans the end, and
+/// ``onServerTimeJump(threshold:_:)`` hears large moves, the moment to
+/// reload the page. Reaching zero ends the countdown exactly once: the
+/// ``CountdownEvent/ended(_:)`` an observer gets.
 public struct FlashSale: Sendable {
     /// The center the sale's countdown is in.
     public let center: CountdownCenter
@@ -67,7 +69,8 @@ public struct FlashSale: Sendable {
 
     /// Calls `handler` when a re-sync moves server time by more than
     /// `threshold` (the center's ``CountdownCenter/onTimeBaseJump(threshold:_:)``,
-    /// which this sets).
+    /// which this sets: a center has one such handler, and it replaces the
+    /// one set before, by this sale or another).
     public func onServerTimeJump(
         threshold: Duration = .seconds(1), _ handler: @escaping @Sendable (TimeBaseJump) -> Void
     ) {

@@ -1,6 +1,6 @@
 import TimerKit
 
-/// The clocks of a ``TimerLoop`` as ``ClockReadings``: the machine's clocks
+/// The clocks of a `TimerLoop` as ``ClockReadings``: the machine's clocks
 /// for a real loop, its manual time for a manual one. A ``TrustedClock`` on a
 /// manual loop's readings moves only when the test moves the loop, so code
 /// that uses both (countdowns on server time) is tested exactly.

@@ -2,7 +2,7 @@ import Countdowns
 import Foundation
 import TimerKit
 
-/// `timerkit demo`: the seeds' screens in a terminal, on one TimerLoop.
+/// `timerkit demo`: a shop's countdown screens in a terminal, on one TimerLoop.
 ///
 ///   - a flash sale counting down from a server's "remaining seconds" on the
 ///     boot clock (the wall clock cannot move it), which reloads at zero;
@@ -162,7 +162,7 @@ private final class Demo: @unchecked Sendable {
             observations.append(try sale.observe { [unowned self] event in
                 if case .ended = event {
                     screen.saleEnded = true
-                    screen.reloads += 1  // the seeds reload the page here
+                    screen.reloads += 1  // a shop reloads the page here
                 }
                 update()
             })

@@ -83,6 +83,38 @@ struct CooldownsTests {
         let (_, _, cooldowns2) = try process(boot: .seconds(30), bootID: "boot-b", path: path)
         #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
         #expect(cooldowns2.remaining(key: "code") == .seconds(300))
+        // The restore saved at once on this boot: a second restart in it, 50 s
+        // later, finds the same end (250 s left), not the rule's 300 s again.
+        let (_, _, cooldowns3) = try process(boot: .seconds(80), bootID: "boot-b", path: path)
+        #expect(try cooldowns3.restore() == .sameBoot(restored: 1))
+        #expect(cooldowns3.remaining(key: "code") == .seconds(250))
+    }
+
+    @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")
+    func tooMany() throws {
+        let path = temporaryPath("state")
+        // A full file: 1,024 cooldowns saved at 100 s with 60 s to go.
+        let full = CooldownStateFile.Contents(
+            bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(100)),
+            entries: (0..<1_024).map { index in
+                .init(key: "user-\(index)", end: BootClock.Instant(offset: .seconds(160)), duration: .seconds(60),
+                      trustedEnd: nil)
+            })
+        try AtomicFile.write(CooldownStateFile.encode(full), to: path)
+        let (_, center, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        #expect(try cooldowns.restore() == .sameBoot(restored: 1_024))
+        let saved = try AtomicFile.read(path, limit: 1 << 20)
+        #expect(throws: CountdownError.tooManyCooldowns(1_025)) {
+            try cooldowns.cooldown(key: "one-more", duration: .seconds(60))
+        }
+        #expect(cooldowns.remaining(key: "one-more") == .seconds(60), "it runs in memory all the same")
+        #expect(center.count == 1_025)
+        #expect(try AtomicFile.read(path, limit: 1 << 20) == saved, "the file is left as it was")
+        #expect(try cooldowns.cancel(key: "user-7"))
+        let (_, _, reader) = try process(boot: .seconds(101), bootID: "boot-a", path: path)
+        #expect(try reader.restore() == .sameBoot(restored: 1_024))
+        #expect(reader.remaining(key: "one-more") == .seconds(59))
+        #expect(reader.remaining(key: "user-7") == nil)
     }
 
     @Test("after a reboot with a synced trusted clock: the saved end in server time")

@@ -182,6 +182,75 @@ struct CountdownCenterTests {
         observation.cancel()
     }
 
+    @Test("removing most of many countdowns, then reusing their slots: the rest end once each, in order, on time")
+    func removeManyAndReuse() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let start = loop.now(.boot)
+        let ended = Locked<[Countdown: Duration]>([:])
+        let twice = Locked(0)
+        center.onEnd { end in
+            let at = loop.now(.boot) - start
+            ended.withLock { if $0.updateValue(at, forKey: end.countdown) != nil { twice.withLock { $0 += 1 } } }
+        }
+        // 5,000 countdowns ending at 1..5000 ms; remove all but every tenth
+        // (enough removals for the stale ends to be dropped in bulk).
+        var kept: [Countdown: Duration] = [:]
+        var removed: [Countdown] = []
+        for index in 1...5_000 {
+            let countdown = center.add(endingAt: start + .milliseconds(index))
+            if index % 10 == 0 { kept[countdown] = .milliseconds(index) } else { removed.append(countdown) }
+        }
+        for countdown in removed.shuffled() { #expect(center.remove(countdown)) }
+        #expect(center.count == 500)
+        // New countdowns take the freed slots: they end later, at 6..1005 ms
+        // after the old ones would have.
+        for index in 1...1_000 {
+            kept[center.add(endingAt: start + .milliseconds(5_000 + index))] = .milliseconds(5_000 + index)
+        }
+        #expect(center.count == 1_500)
+        for countdown in removed.prefix(10) {
+            #expect(!center.contains(countdown))
+            #expect(center.remaining(countdown) == nil)
+        }
+        try loop.advance(by: .seconds(7))
+        #expect(twice.withLock { $0 } == 0)
+        let all = ended.withLock { $0 }
+        #expect(all == kept, "every kept countdown ends once, at its end, and no removed one ends")
+        #expect(center.count == 0)
+    }
+
+    @Test("a handler that cancels another observation, or removes its countdown, silences it within the same tick")
+    func cancelWithinATick() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let heard = Recorder()
+        let a = center.add(remaining: .seconds(10))
+        let b = center.add(remaining: .seconds(10))
+        let c = center.add(remaining: .seconds(10))
+        let held = Locked<[CountdownObservation]>([])
+        // All three tick at the same instant; the first to hear cancels the
+        // second's observation and removes the third's countdown.
+        let first = try center.observe(a) { event in
+            guard case .tick(let tick) = event else { return }
+            heard.append("a \(tick.value)")
+            if tick.value == 9 {
+                held.withLock { $0[0].cancel() }
+                center.remove(c)
+            }
+        }
+        let second = try center.observe(b) { event in
+            if case .tick(let tick) = event { heard.append("b \(tick.value)") }
+        }
+        let third = try center.observe(c) { event in
+            if case .tick(let tick) = event { heard.append("c \(tick.value)") }
+        }
+        held.withLock { $0 = [second, third] }
+        try loop.advance(by: .seconds(2))
+        #expect(heard.all == ["a 9", "a 8"], "b and c hear nothing once a's handler ended them")
+        first.cancel()
+    }
+
     @Test("bad input is refused and changes nothing")
     func errors() throws {
         let loop = try TimerLoop.manual()

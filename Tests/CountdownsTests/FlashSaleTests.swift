@@ -103,6 +103,42 @@ struct FlashSaleTests {
         #expect(abs(ends.value[0] - .seconds(5_579)) < .milliseconds(10))
     }
 
+    @Test("a re-sync that moves server time back: the display shows the new value at once, the grid keeps ticking")
+    func resyncBackReplansTicks() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock), modes: [.default])
+        let countdown = try center.add(endingAt: TrustedTime(sinceEpoch: .seconds(1_767_297_600)))
+        let values = Locked<[Int64]>([])
+        let observation = try center.observe(countdown) { event in
+            if case .tick(let tick) = event { values.withLock { $0.append(tick.value) } }
+        }
+        let gridTicks = Locked<[Duration]>([])
+        let grid = try center.observeAll { _ in gridTicks.withLock { $0.append(loop.now(.boot).offset) } }
+        let jumps = Locked(0)
+        center.onTimeBaseJump(threshold: .seconds(5)) { _ in jumps.withLock { $0 += 1 } }
+        try loop.advance(by: .milliseconds(100_500))  // 499.5 s left: shows 500
+        values.withLock { $0.removeAll() }
+        gridTicks.withLock { $0.removeAll() }
+        // Server time was 12.5 s ahead of the truth: 512 s left now, shown as 512.
+        let received = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_088) - .microseconds(100),
+            sentAt: received - .microseconds(200), receivedAt: received))
+        // The jump is delivered in the center's mode only.
+        try loop.advance(by: .zero, mode: .tracking)
+        #expect(jumps.value == 0)
+        try loop.advance(by: .zero)
+        #expect(jumps.value == 1)
+        #expect(values.value == [512], "the display is redrawn at once with the larger value")
+        // The next second: 511, and the grid ticks on, with no silence for the jump.
+        try loop.advance(by: .seconds(2))
+        #expect(values.value == [512, 511, 510])
+        #expect(gridTicks.value.count == 2)
+        observation.cancel()
+        grid.cancel()
+    }
+
     @Test("a payload sale on a trusted center needs no sync to be right")
     func payloadOnTrustedCenter() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(100))

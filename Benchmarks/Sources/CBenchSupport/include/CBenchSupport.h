@@ -38,6 +38,13 @@ int tkb_floor_run(int64_t first_ns, int64_t period_ns, int fires, int64_t limit_
  */
 int tkb_release_free_memory(void);
 
+/*
+ * Bytes the allocator has handed out and not yet had back: glibc's
+ * mallinfo2, the in-use bytes of the heap arenas plus the mmapped blocks.
+ * Returns -1 where mallinfo2 is missing (not glibc 2.33 or later).
+ */
+int64_t tkb_heap_bytes_in_use(void);
+
 #ifdef __cplusplus
 }
 #endif
