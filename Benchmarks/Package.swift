@@ -13,8 +13,11 @@
 //                                     many countdowns three ways: CountdownCenter,
 //                                     a LoopTimer each, one ticker walking all
 //                                     (the README's countdown table)
+//   swift run -c release frame-peers  frame pacing at 60, 120 and 240 Hz: FrameTicker,
+//                                     a Task.sleep loop, DispatchSourceTimer and NIO's
+//                                     scheduleRepeatedTask (the README's frame table)
 //   swift test                        the harnesses' own tests (TimerBenchTests,
-//                                     CountdownBenchTests)
+//                                     CountdownBenchTests, FrameBenchTests)
 //
 // TimerBench is the harness and the peers that need no package (Foundation,
 // Dispatch, Task.sleep, the C core); CBenchSupport its C side (the bare
@@ -72,8 +75,36 @@ let package = Package(
             ]
         ),
         .target(
+            name: "InterposedMallocs",
+            dependencies: [
+                "TimerBench",
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ]
+        ),
+        .target(
+            name: "FrameBench",
+            dependencies: [
+                "TimerBench",
+                .product(name: "TimerKit", package: "TimerKit"),
+            ]
+        ),
+        .executableTarget(
+            name: "frame-peers",
+            dependencies: [
+                "FrameBench",
+                "InterposedMallocs",
+                "NIOPeers",
+                "TimerBench",
+            ]
+        ),
+        .testTarget(
+            name: "FrameBenchTests",
+            dependencies: ["FrameBench"]
+        ),
+        .target(
             name: "NIOPeers",
             dependencies: [
+                "FrameBench",
                 "TimerBench",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -82,9 +113,9 @@ let package = Package(
         .executableTarget(
             name: "timer-peers",
             dependencies: [
+                "InterposedMallocs",
                 "NIOPeers",
                 "TimerBench",
-                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
         .executableTarget(

@@ -460,6 +460,172 @@ int64_t tk_loop_advance(tk_loop *loop, unsigned mode, int64_t delta_ns);
  */
 int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
 
+/* ------------------------------------------------------------------------
+ * Frame tickers
+ *
+ * A frame ticker calls a function once per frame on a fixed grid of the
+ * loop's monotonic clock, as a display link does once per refresh: frame k
+ * is due at anchor + k * period, where the anchor is the moment the ticker
+ * started (or last changed its rate). One absolute deadline of the loop's
+ * monotonic timerfd drives it, with no leeway, so frames never come early
+ * and never drift.
+ *
+ * A frame is never delivered late on purpose. If the loop wakes late, the
+ * callback gets the latest grid point that has passed as its timestamp, and
+ * the grid points skipped since the previous frame as dropped frames. If a
+ * callback runs past the next grid point, the grid points it covered are
+ * skipped (they are dropped frames of the next callback) and the ticker
+ * waits for the first one still ahead, as a display waits for its next
+ * refresh.
+ *
+ * Rates. A ticker runs at a preferred rate within a range. The grid's finest
+ * period is 1 s / maximum; the rates the ticker can run at are maximum / k
+ * for whole k, down to the minimum (120, 60, 40, 30 ... Hz for a maximum of
+ * 120), so every rate's grid is part of the finest one. A ticker whose range
+ * offers more than one rate adapts once per second of frames: it steps one
+ * rate down when more than a tenth of the window's grid points were dropped,
+ * and one rate up, never above the preferred rate, when none was dropped and
+ * the longest callback took at most half of the faster rate's period. A
+ * range whose minimum, maximum and preferred rates are equal is a fixed rate.
+ *
+ * Threads. The callback runs on the thread running the loop, with no lock
+ * held; it may pause, resume, re-rate or destroy its own ticker. The other
+ * calls are safe from any thread. A change made while a callback of the
+ * ticker runs takes effect when it returns.
+ * ------------------------------------------------------------------------ */
+
+/** Opaque frame ticker. */
+typedef struct tk_frame_ticker tk_frame_ticker;
+
+/** Frames per second: the range a ticker may run in and the rate it prefers. */
+typedef struct tk_frame_rate_range {
+    /** The lowest rate the ticker may adapt down to (>= 1e-6, <= maximum). */
+    double minimum;
+    /** The highest rate, which sets the grid (<= 1e9, for a period >= 1 ns). */
+    double maximum;
+    /**
+     * The rate to run at when the work allows, in [minimum, maximum]; 0 means
+     * the maximum. The ticker runs at the rate of its ladder
+     * (maximum / k) nearest to it.
+     */
+    double preferred;
+} tk_frame_rate_range;
+
+/** How to create a frame ticker. */
+typedef struct tk_frame_ticker_spec {
+    tk_frame_rate_range rate;
+    /** The modes the ticker fires in; 0 (the empty set) means TK_MODE_DEFAULT. */
+    tk_mode_set modes;
+    /** 0 or TK_FRAME_PAUSED. */
+    uint32_t flags;
+} tk_frame_ticker_spec;
+
+/** tk_frame_ticker_spec flag: create the ticker paused. */
+#define TK_FRAME_PAUSED 0x1u
+
+/** What a frame callback is told. Times are readings of the loop's monotonic clock. */
+typedef struct tk_frame {
+    /** This frame's number: frames delivered before it, from 0. */
+    uint64_t index;
+    /** This frame's grid time (<= now_ns: never early). */
+    int64_t timestamp_ns;
+    /** The next frame's grid time: timestamp_ns + duration_ns. */
+    int64_t target_timestamp_ns;
+    /** The period in force. */
+    int64_t duration_ns;
+    /** Grid points skipped since the previous frame (0 on time). */
+    uint64_t dropped_frames;
+    /** When the callback was called. */
+    int64_t now_ns;
+} tk_frame;
+
+/**
+ * Called once per frame on the loop's thread. `frame` is valid during the
+ * call only.
+ */
+typedef void (*tk_frame_fn)(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame,
+                            void *context);
+
+/** What tk_frame_ticker_get_info reports. */
+typedef struct tk_frame_ticker_info {
+    /** The rate in force (frames per second): maximum / k. */
+    double rate;
+    /** The period in force. */
+    int64_t period_ns;
+    /** The next frame's grid time; INT64_MAX while paused or stopped. */
+    int64_t next_timestamp_ns;
+    /** Frames delivered. */
+    uint64_t frames;
+    /** Grid points dropped, over all frames. */
+    uint64_t dropped_frames;
+    tk_mode_set modes;
+    /** 1 while paused. */
+    int paused;
+    /**
+     * 0, or the negative errno that stopped the ticker (the loop could not
+     * take its next frame, e.g. -ENOMEM). A stopped ticker delivers no more
+     * frames; its calls return this error; destroy it.
+     */
+    int error;
+} tk_frame_ticker_info;
+
+/**
+ * Creates a frame ticker on `loop` and stores it in `*ticker`. Unless
+ * created paused, its first frame is due one period from now. `fn` is
+ * called with `context` for each frame.
+ *
+ * If the loop has a release handler (tk_loop_set_release_handler), it is
+ * called once with `context` when the ticker is freed: after
+ * tk_frame_ticker_destroy (once no callback of the ticker runs), or when
+ * the loop is destroyed.
+ *
+ * Returns 0, -EINVAL (a NULL argument; a rate outside [1e-6, 1e9] or NaN,
+ * a minimum above the maximum, a preferred rate outside the range; unknown
+ * flags), -ENOMEM, or the errors of tk_loop_schedule.
+ * Allocates once; frames never allocate.
+ */
+int tk_frame_ticker_create(tk_loop *loop, const tk_frame_ticker_spec *spec, tk_frame_fn fn,
+                           void *context, tk_frame_ticker **ticker);
+
+/**
+ * Stops the ticker for good and frees it: no callback starts after this
+ * returns (except one the loop's thread had already begun: the ticker and
+ * its context stay valid until that returns). `ticker` must not be used
+ * again. Callable from the ticker's own callback. Returns 0, or -EINVAL
+ * for NULL. Destroying the loop destroys its tickers.
+ */
+int tk_frame_ticker_destroy(tk_frame_ticker *ticker);
+
+/**
+ * Pauses (`paused` != 0) or resumes the ticker. Resuming keeps the grid:
+ * the next frame is the first grid point still ahead, and the time spent
+ * paused is not counted as dropped frames. Pausing a paused ticker, or
+ * resuming a running one, does nothing. Returns 0, -EINVAL, the ticker's
+ * error (see tk_frame_ticker_get_info), or the errors of tk_loop_reschedule, in
+ * which case nothing changed.
+ */
+int tk_frame_ticker_set_paused(tk_frame_ticker *ticker, int paused);
+
+/**
+ * Changes the rate range. The grid is re-aligned: it is anchored at the
+ * latest frame's timestamp (now, if there was none or the ticker is
+ * paused), and the next frame is the first point of the new grid still
+ * ahead. Returns 0, -EINVAL for a bad range (as tk_frame_ticker_create), the
+ * ticker's error, or the errors of tk_loop_reschedule; on error nothing
+ * changed.
+ */
+int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate);
+
+/**
+ * Changes the modes the ticker fires in (0 means TK_MODE_DEFAULT); its grid
+ * and next frame stay. Returns 0, -EINVAL, the ticker's error, or the errors
+ * of tk_loop_reschedule; on error nothing changed.
+ */
+int tk_frame_ticker_set_modes(tk_frame_ticker *ticker, tk_mode_set modes);
+
+/** Describes the ticker. 0 or -EINVAL. */
+int tk_frame_ticker_get_info(tk_frame_ticker *ticker, tk_frame_ticker_info *info);
+
 #ifdef __cplusplus
 }
 #endif

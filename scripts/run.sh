@@ -4,7 +4,9 @@
 # after two seconds, no terminal needed), then the side-by-side benchmarks
 # (Benchmarks/'s timer-peers: TimerKit against Foundation, Dispatch,
 # Task.sleep and NIO; countdown-peers: CountdownCenter against a LoopTimer a
-# countdown and one ticker walking them all; each measured in one run).
+# countdown and one ticker walking them all; frame-peers: FrameTicker against
+# a Task.sleep loop, DispatchSourceTimer and NIO's scheduleRepeatedTask at
+# 60, 120 and 240 Hz; each measured in one run).
 #
 #   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
@@ -71,6 +73,8 @@ DEMO_STATE=$(mktemp "${TMPDIR:-/tmp}/timerkit-demo.XXXXXX")
 echo "=== .build/release/timerkit demo --print-after 2 (interactive: .build/release/timerkit demo)"
 .build/release/timerkit demo --print-after 2 --sale-seconds 90 --state "$DEMO_STATE"
 rm -f "$DEMO_STATE"
+echo "=== .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json"
+.build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json
 echo "=== swift build -c release --package-path Benchmarks --product timer-peers"
 swift build -c release --package-path Benchmarks --product timer-peers
 echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]}"
@@ -79,3 +83,7 @@ echo "=== swift build -c release --package-path Benchmarks --product countdown-p
 swift build -c release --package-path Benchmarks --product countdown-peers
 echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
 Benchmarks/.build/release/countdown-peers "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product frame-peers"
+swift build -c release --package-path Benchmarks --product frame-peers
+echo "=== Benchmarks/.build/release/frame-peers ${QUICK[*]}"
+Benchmarks/.build/release/frame-peers "${QUICK[@]}"

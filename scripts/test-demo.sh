@@ -19,7 +19,10 @@
 #      screen shows the faked wall clock, and neither the sale nor the
 #      cooldown moves; restarted under the stepped clock, the cooldown is
 #      restored with its true time left;
-#   6. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
+#   6. the frame line: a 30 Hz frame ticker redraws the screen and its
+#      monitor shows the measured fps, p99 frame time, drops and hitches,
+#      also during the drag;
+#   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
 #      true time left; bad options, a corrupt state file, an unwritable state
 #      file and a missing terminal give clear messages, never a crash.
 #
@@ -39,125 +42,15 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-PASSED=0
-FAILED=0
-WORK=""
-SOCKETS=0
-SOCKET=""
+TEST_NAME=test-demo
+TEST_PACKAGES="tmux faketime"
+# shellcheck source=scripts/lib/terminal-test.sh
+. scripts/lib/terminal-test.sh
 
-log() { echo "test-demo: $*"; }
-
-pass() {
-    PASSED=$((PASSED + 1))
-    echo "ok    $1"
-}
-
-fail() {
-    FAILED=$((FAILED + 1))
-    echo "FAIL  $1"
-}
-
-# check NAME COMMAND...: passes if the command succeeds.
-check() {
-    local name=$1
-    shift
-    if "$@"; then pass "$name"; else fail "$name"; fi
-}
-
-abort() {
-    fail "$1"
-    echo "$PASSED passed, $FAILED failed"
-    exit 1
-}
-
-cleanup() {
-    local n
-    for n in $(seq 1 "$SOCKETS"); do tmux -L "timerkit-demo-test-$$-$n" kill-server 2>/dev/null || true; done
-    if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# --- packages -----------------------------------------------------------------
-
-package_installed() {
-    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
-
-install_packages() {
-    local missing=() package
-    for package in tmux faketime; do
-        package_installed "$package" || missing+=("$package")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    command -v apt-get >/dev/null 2>&1 || { log "not Debian: install ${missing[*]} by hand"; return 1; }
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || { log "need root to install ${missing[*]}"; return 1; }
-        sudo=(sudo)
-    fi
-    log "installing ${missing[*]}"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}"
-}
-
-install_packages || abort "tmux and faketime installed"
-command -v tmux >/dev/null 2>&1 || abort "tmux found"
 command -v faketime >/dev/null 2>&1 || abort "faketime found"
 LIBFAKETIME=$(dpkg-query -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n 1 || true)
 [ -n "$LIBFAKETIME" ] && [ -f "$LIBFAKETIME" ] || abort "libfaketime.so.1 found"
-log "$(tmux -V); faketime $(dpkg-query -W -f='${Version}' faketime 2>/dev/null || echo '?')"
-
-if [ -n "${TK_TIMERKIT:-}" ]; then
-    TIMERKIT=$TK_TIMERKIT
-else
-    log "swift build --product timerkit"
-    swift build --product timerkit >/dev/null || abort "timerkit builds"
-    TIMERKIT="$(swift build --show-bin-path)/timerkit"
-fi
-[ -x "$TIMERKIT" ] || abort "timerkit binary at $TIMERKIT"
-TIMERKIT=$(cd "$(dirname "$TIMERKIT")" && pwd)/$(basename "$TIMERKIT")
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-demo-test.XXXXXX")
-
-# --- the terminal -----------------------------------------------------------------
-
-# start ARGUMENT...: runs the command in a fresh 120x30 tmux window named
-# `demo`, on a tmux server of its own (the previous one is stopped); when it
-# exits, the window prints `demo exited with N` and stays.
-start() {
-    local command
-    command=$(printf '%q ' "$@")
-    [ -z "$SOCKET" ] || tmux -L "$SOCKET" kill-server 2>/dev/null || true
-    SOCKETS=$((SOCKETS + 1))
-    SOCKET="timerkit-demo-test-$$-$SOCKETS"
-    tmux -L "$SOCKET" -f /dev/null new-session -d -s demo -x 120 -y 30 \
-        "$command; echo \"demo exited with \$?\"; sleep 3600"
-}
-
-screen() { tmux -L "$SOCKET" capture-pane -p -t demo; }
-
-keys() { tmux -L "$SOCKET" send-keys -t demo "$@"; }
-
-# wait_for REGEX [SECONDS]: polls the screen until a line matches (default
-# limit 30 s). Succeeds with the matching line in $LINE.
-LINE=""
-wait_for() {
-    local regex=$1 limit=${2:-30} waited=0
-    while [ "$waited" -lt $((limit * 10)) ]; do
-        LINE=$(screen | grep -E -m 1 -- "$regex" || true)
-        [ -n "$LINE" ] && return 0
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-    log "timed out waiting for /$regex/; the screen:"
-    screen | sed 's/^/    | /'
-    return 1
-}
-
-# field REGEX: the first number captured by REGEX's group on the screen now.
-field() { screen | sed -n -E "s/$1/\\1/p" | head -n 1; }
+log "faketime $(dpkg-query -W -f='${Version}' faketime 2>/dev/null || echo '?')"
 
 # --- 1-4: a session on the real clock ------------------------------------------------
 
@@ -169,6 +62,13 @@ if wait_for '^Flash sale   starts in 00:00:0[0-3]$'; then
     pass "the sale counts down from the server's remaining seconds ($LINE)"
 else
     fail "the sale counts down from the server's remaining seconds"
+fi
+FRAMES='^Frames       ([0-9]+\.[0-9]) fps, p99 [0-9]+\.[0-9] ms, [0-9]+ dropped, hitch [0-9]+\.[0-9] ms/s \((good|warning|critical)\)'
+if wait_for "$FRAMES"; then
+    fps=$(field "$FRAMES.*")
+    check "the frame line shows the screen's measured rate ($fps fps)" awk "BEGIN { exit !($fps > 0) }"
+else
+    fail "the frame line shows the screen's measured rate"
 fi
 check "the sale starts and reloads the page once" wait_for '^Flash sale   started; the page reloaded 1 time$'
 sleep 1.5
@@ -198,6 +98,12 @@ if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
         test "$turns_late" -gt "$turns_during"
     check "the badge waits during the drag ($badge_during -> $badge_late refreshes in 3 s)" \
         test "$badge_late" -eq "$badge_during"
+    # The frame ticker is in the common modes: its frames keep coming.
+    frame_during=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    sleep 1
+    frame_later=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    check "frames keep coming during the drag (frame $frame_during -> $frame_later in 1 s)" \
+        test "$frame_later" -gt "$frame_during"
     keys d
     if wait_for '^Drag         not dragging$' &&
         wait_for '^Badge        refreshed [0-9]+ times, [1-9][0-9]* skipped' 5; then
@@ -217,7 +123,7 @@ else
 fi
 
 keys q
-check "q quits with status 0" wait_for '^demo exited with 0$' 10
+check "q quits with status 0" wait_for '^program exited with 0$' 10
 
 start "${DEMO[@]}"
 if wait_for '^Code         sent; resend in [0-9]+ s$' && [ -n "$first_left" ]; then
@@ -231,7 +137,7 @@ check "restarted, the demo says it restored the cooldown" wait_for "^restored th
 keys s
 check "restarted, s is still refused" wait_for '^wait [0-9]+ s before sending another code$'
 keys q
-check "q quits again" wait_for '^demo exited with 0$' 10
+check "q quits again" wait_for '^program exited with 0$' 10
 
 # --- 5: the wall clock stepped under the running demo (libfaketime) ---------------------
 
@@ -296,7 +202,7 @@ if wait_for '^Flash sale   starts in ' && wait_for '^Wall clock   '; then
             test -n "$code" -a "$code" -le "$code0" -a "$((code0 - code))" -lt 600
     done
     keys q
-    check "q quits under libfaketime" wait_for '^demo exited with 0$' 10
+    check "q quits under libfaketime" wait_for '^program exited with 0$' 10
     # Started again with the wall clock five days back: same boot, so the
     # boot clock decides what is left.
     start "${FAKED_DEMO[@]}"
@@ -308,7 +214,7 @@ if wait_for '^Flash sale   starts in ' && wait_for '^Wall clock   '; then
         fail "restarted under the stepped clock, the cooldown is restored"
     fi
     keys q
-    wait_for '^demo exited with 0$' 10 >/dev/null || true
+    wait_for '^program exited with 0$' 10 >/dev/null || true
 else
     fail "the demo runs under libfaketime"
 fi
@@ -344,7 +250,7 @@ if wait_for '^Code         press s to send a code$'; then
     keys s
     check "an unwritable state file: the code is sent, the failure shown" wait_for '^code sent, but not saved: '
     keys q
-    check "q quits after the failed save" wait_for '^demo exited with 0$' 10
+    check "q quits after the failed save" wait_for '^program exited with 0$' 10
 else
     fail "the demo starts with an unwritable state file"
 fi

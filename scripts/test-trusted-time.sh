@@ -44,36 +44,12 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-PASSED=0
-FAILED=0
 WORK=""
 CHRONY_PID=""
 
 log() { echo "test-trusted-time: $*"; }
-
-pass() {
-    PASSED=$((PASSED + 1))
-    echo "ok    $1"
-}
-
-fail() {
-    FAILED=$((FAILED + 1))
-    echo "FAIL  $1"
-}
-
-# check NAME COMMAND...: passes if the command succeeds.
-check() {
-    local name=$1
-    shift
-    if "$@"; then pass "$name"; else fail "$name"; fi
-}
-
-# Gives up: one more failure, the summary, a non-zero exit.
-abort() {
-    fail "$1"
-    echo "$PASSED passed, $FAILED failed"
-    exit 1
-}
+# shellcheck source=scripts/lib/test-harness.sh
+. scripts/lib/test-harness.sh
 
 cleanup() {
     if [ -n "$CHRONY_PID" ] && kill -0 "$CHRONY_PID" 2>/dev/null; then
@@ -86,10 +62,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- packages -----------------------------------------------------------------
-
-package_installed() {
-    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
 
 install_packages() {
     local missing=() package

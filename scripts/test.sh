@@ -24,12 +24,13 @@
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
-#           harness tests, and in release timer-peers --quick, countdown-peers
+#           harness tests, and in release timer-peers --quick, frame-peers --quick, countdown-peers
 #           --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
 #   demo    scripts/test-demo.sh: `timerkit demo` driven in tmux (send-keys,
 #           capture-pane), and under libfaketime with the wall clock stepped
+#   fps     scripts/test-fps.sh: `timerkit fps` in tmux, and its --json summary
 #
 # The last line printed on success is `N passed, N failed`: the sum of the C
 # test programs' own summary lines and the swift test totals.
@@ -95,7 +96,7 @@ apt_install_missing() {
 
 # gcc for the second-compiler build; libc headers; binutils; the C++ runtime
 # that libFuzzer links against (for the gcc that clang picks up); tmux and
-# faketime for the demo stage (chrony is installed by the trusted stage, which
+# faketime for the demo and fps stages (chrony is installed by the trusted stage, which
 # keeps the package from starting the system's NTP service).
 install_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then
@@ -219,6 +220,7 @@ for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
     Sources/CTimerCore/loop.c Sources/CTimerSNTP/include/CTimerSNTP.h \
     "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh scripts/test-demo.sh \
+    scripts/test-fps.sh scripts/lib/terminal-test.sh scripts/lib/test-harness.sh \
     Benchmarks/Package.swift Benchmarks/Benchmarks/TimerBenchmarks/TimerBenchmarks.swift; do
     [ -f "$file" ] || missing+=("$file")
 done
@@ -497,7 +499,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers --quick, countdown-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers, frame-peers and countdown-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -515,6 +517,12 @@ run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.
 [ "$RUN_STATUS" -eq 0 ] || fail "timer-peers --quick exited with status $RUN_STATUS (log: $LOGS/timer-peers.log)"
 grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
+run_logged "$LOGS/frame-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/frame-peers --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "frame-peers --quick exited with status $RUN_STATUS (log: $LOGS/frame-peers.log)"
+for peer in "TimerKit FrameTicker" "Task.sleep\(until:\) loop" "DispatchSourceTimer" "NIO scheduleRepeatedTask"; do
+    [ "$(grep -cE "^\| $peer \| [0-9]+ of [0-9]+ \|" "$LOGS/frame-peers.log")" -eq 3 ] ||
+        fail "frame-peers --quick printed no row at each rate for $peer (log: $LOGS/frame-peers.log)"
+done
 run_logged "$LOGS/countdown-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/countdown-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "countdown-peers --quick exited with status $RUN_STATUS (log: $LOGS/countdown-peers.log)"
 grep -qE '^one ticker walking all +[0-9]' "$LOGS/countdown-peers.log" ||
@@ -523,37 +531,34 @@ run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks be
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers and countdown-peers ran; $listed benchmarks listed"
+end_stage "timer-peers, frame-peers and countdown-peers ran; $listed benchmarks listed"
 
-# --- trusted: trusted time against a real NTP server ------------------------------
+# --- the test scripts: trusted time, and the terminal programs ---------------------
 
-begin_stage trusted "trusted time: chrony on loopback, the probe under faketime -1h"
-run_logged "$LOGS/trusted-time.log" env TK_TIMERKIT=.build/release/timerkit \
-    timeout -k 10 "$TK_TEST_TIMEOUT" scripts/test-trusted-time.sh
-line=$(summary_line "$LOGS/trusted-time.log")
-if [ -n "$line" ]; then
-    read -r p _ f _ <<<"$line"
-    PASSED=$((PASSED + p))
-    FAILED=$((FAILED + f))
-fi
-[ "$RUN_STATUS" -eq 0 ] || fail "scripts/test-trusted-time.sh failed${line:+ ($line)} (log: $LOGS/trusted-time.log)"
-[ -n "$line" ] || fail "scripts/test-trusted-time.sh printed no 'N passed, N failed' line"
-end_stage "$line"
+# test_script_stage STAGE SCRIPT DESCRIPTION: runs SCRIPT against the release
+# timerkit as stage STAGE, adding its `N passed, N failed` line to the
+# totals; the stage fails if the script fails or prints no such line.
+test_script_stage() {
+    local stage=$1 script=$2 description=$3 log="$LOGS/$1.log" line p f
+    begin_stage "$stage" "$description"
+    run_logged "$log" env TK_TIMERKIT=.build/release/timerkit timeout -k 10 "$TK_TEST_TIMEOUT" "$script"
+    line=$(summary_line "$log")
+    if [ -n "$line" ]; then
+        read -r p _ f _ <<<"$line"
+        PASSED=$((PASSED + p))
+        FAILED=$((FAILED + f))
+    fi
+    [ "$RUN_STATUS" -eq 0 ] || fail "$script failed${line:+ ($line)} (log: $log)"
+    [ -n "$line" ] || fail "$script printed no 'N passed, N failed' line"
+    end_stage "$line"
+}
 
-# --- demo: the terminal program, as a person uses it -------------------------------
-
-begin_stage demo "timerkit demo in tmux: keys in, screens asserted; the wall clock stepped under libfaketime"
-run_logged "$LOGS/demo.log" env TK_TIMERKIT=.build/release/timerkit \
-    timeout -k 10 "$TK_TEST_TIMEOUT" scripts/test-demo.sh
-line=$(summary_line "$LOGS/demo.log")
-if [ -n "$line" ]; then
-    read -r p _ f _ <<<"$line"
-    PASSED=$((PASSED + p))
-    FAILED=$((FAILED + f))
-fi
-[ "$RUN_STATUS" -eq 0 ] || fail "scripts/test-demo.sh failed${line:+ ($line)} (log: $LOGS/demo.log)"
-[ -n "$line" ] || fail "scripts/test-demo.sh printed no 'N passed, N failed' line"
-end_stage "$line"
+test_script_stage trusted scripts/test-trusted-time.sh \
+    "trusted time: chrony on loopback, the probe under faketime -1h"
+test_script_stage demo scripts/test-demo.sh \
+    "timerkit demo in tmux: keys in, screens asserted; the wall clock stepped under libfaketime"
+test_script_stage fps scripts/test-fps.sh \
+    "timerkit fps in tmux (a line updated in place) and --json (summaries checked)"
 
 print_summary
 echo "$PASSED passed, $FAILED failed"

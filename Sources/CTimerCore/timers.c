@@ -16,6 +16,7 @@
 #endif
 
 #include "clock.h"
+#include "frame_ticker.h"
 #include "loop_internal.h"
 
 #include <errno.h>
@@ -107,13 +108,20 @@ static int let_go(tk_loop *loop, uint32_t slot, void **context) {
     return 1;
 }
 
-/* Calls the release handler, with the lock dropped. */
-static void release_context(tk_loop *loop, void *context) {
+/* Calls the release handler, with the lock dropped, for the context of a
+ * timer whose callback was `fn`. A frame ticker's timer has the ticker as
+ * its context: the ticker takes it back, and releases its own context. */
+static void release_context(tk_loop *loop, tk_timer_fn fn, void *context) {
     tk_release_fn release = loop->release_fn;
-    if (release == NULL) return;
+    int ticker = fn == tk__frame_ticker_fire;
+    if (release == NULL && !ticker) return;
     loop->releasing++;
     pthread_mutex_unlock(&loop->lock);
-    release(loop, context);
+    if (ticker) {
+        tk__frame_ticker_released(loop, release, context, 0);
+    } else {
+        release(loop, context);
+    }
     pthread_mutex_lock(&loop->lock);
     loop->releasing--;
 }
@@ -241,11 +249,13 @@ void tk__timers_init(tk_loop *loop) {
 }
 
 void tk__timers_free(tk_loop *loop) {
-    if (loop->release_fn != NULL) {
-        for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
-            if (loop->timers[slot].state != TK__TIMER_FREE) {
-                loop->release_fn(loop, loop->timers[slot].context);
-            }
+    for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
+        const tk__timer *timer = &loop->timers[slot];
+        if (timer->state == TK__TIMER_FREE) continue;
+        if (timer->fn == tk__frame_ticker_fire) {
+            tk__frame_ticker_released(loop, loop->release_fn, timer->context, 1);
+        } else if (loop->release_fn != NULL) {
+            loop->release_fn(loop, timer->context);
         }
     }
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
@@ -293,8 +303,9 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
     int result = -ENOENT;
     if (timer != NULL) {
         withdraw(loop, slot);
+        tk_timer_fn fn = timer->fn;
         void *context;
-        if (let_go(loop, slot, &context)) release_context(loop, context);
+        if (let_go(loop, slot, &context)) release_context(loop, fn, context);
         result = 0;
     }
     pthread_mutex_unlock(&loop->lock);
@@ -367,9 +378,10 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         return;
     }
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
+    tk_timer_fn fn = timer->fn;
     void *context = timer->context;
     release_slot(loop, slot);
-    release_context(loop, context);
+    release_context(loop, fn, context);
 }
 
 int tk_loop_fire(tk_loop *loop, tk_timer_id id) {

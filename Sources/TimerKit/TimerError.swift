@@ -45,6 +45,12 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// manual-time call on a real loop, or a `LoopTimer<ManualClock>` added
     /// to one.
     case notManual
+    /// A frame rate range must have rates in [1e-6, 1e9] frames per
+    /// second, a minimum no higher than its maximum, and a preferred rate
+    /// (if any) between them.
+    case invalidFrameRate(FrameRateRange)
+    /// A frame-rate monitor needs a positive frame interval and window.
+    case invalidMonitorSetting(Duration)
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the
     /// function is then `tk_loop_run`).
@@ -89,6 +95,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "a one-shot timer has no interval to change"
         case .notManual:
             "this call needs a manual loop"
+        case .invalidFrameRate(let range):
+            "not a frame rate range: \(range) (rates are in [1e-6, 1e9] frames per second, minimum <= preferred <= maximum)"
+        case .invalidMonitorSetting(let value):
+            "a frame-rate monitor needs a positive frame interval and window, not \(value)"
         case .system(let failure):
             failure.description
         }

@@ -10,12 +10,16 @@ import TimerKit
 ///     drag runs the loop in `.tracking`, beside a badge timer in `.default`
 ///     that waits, and fires once with its skipped count when the drag ends;
 ///   - a verification-code cooldown saved to a file, so that quitting and
-///     starting again shows the true time left.
+///     starting again shows the true time left;
+///   - the screen's own frame rate: a 30 Hz FrameTicker redraws it, and a
+///     FrameRateMonitor reads its fps, p99 frame time, drops and hitches.
 ///
 /// Keys: `q` quits, `d` starts or ends the drag, `s` sends a code.
 /// `--print-after SECONDS` runs without a terminal for that long and prints
 /// the screen once, plain (for scripts, and for running under faketime).
-enum DemoCommand {
+enum DemoCommand: Subcommand {
+    static let name = "demo"
+
     static let usage = """
         usage: timerkit demo [--state FILE] [--sale-seconds N] [--code-seconds N] [--print-after S]
 
@@ -67,19 +71,9 @@ enum DemoCommand {
                 return usageError("unknown option \(argument)")
             }
         }
-        do {
-            let demo = try Demo(options: options)
-            return try demo.run()
-        } catch {
-            printError("timerkit demo: \(error)")
-            return 1
-        }
+        return reportingErrors { try Demo(options: options).run() }
     }
 
-    private static func usageError(_ message: String) -> Int32 {
-        printError("timerkit demo: \(message)\n\(usage)")
-        return 64
-    }
 }
 
 /// The demo's state and screen. Everything runs on the loop's thread (the
@@ -93,6 +87,8 @@ private final class Demo: @unchecked Sendable {
     var screen = Screen()
     let terminal: Terminal?
     var timers: [AnyLoopTimer] = []
+    var frames: FrameTicker?
+    var monitor: FrameRateMonitor
     var observations: [CountdownObservation] = []
     var exitStatus: Int32 = 0
 
@@ -108,12 +104,15 @@ private final class Demo: @unchecked Sendable {
         var dragRequested = false
         var dragging = false
         var codeText = ""
+        var framesText = "measuring..."
+        var frameIndex: UInt64 = 0
         var message = ""
         var quit = false
     }
 
     init(options: DemoCommand.Options) throws {
         self.options = options
+        monitor = try FrameRateMonitor(framesPerSecond: 30)
         loop = try TimerLoop()
         center = try CountdownCenter(loop: loop)
         cooldowns = Cooldowns(center: center, file: options.statePath)
@@ -184,12 +183,15 @@ private final class Demo: @unchecked Sendable {
             screen.badgeSkipped += missed
             update()
         })
-        // Keys, and the code's time left, in every mode.
-        timers.append(try loop.schedule(after: .zero, repeating: .milliseconds(50), in: .common) {
-            [unowned self] _, _ in
+        // The screen's frames, 30 a second in every mode: each reads the
+        // keys and redraws, and the monitor reports the rate they come at.
+        frames = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 30), in: [.common]) {
+            [unowned self] _, frame in
+            if let reading = monitor.record(frame) { screen.framesText = reading.description }
+            screen.frameIndex = frame.index
             for key in terminal?.keys() ?? [] { handle(key) }
             update()
-        })
+        }
     }
 
     private func handle(_ key: UInt8) {
@@ -274,6 +276,7 @@ private final class Demo: @unchecked Sendable {
             "Drag         \(screen.dragging ? "dragging: the loop runs in tracking mode" : "not dragging")",
             "Code         \(screen.codeText)",
             "Wall clock   \(wallClockText()) UTC (nothing above reads it: changing it moves nothing)",
+            "Frames       \(screen.framesText); frame \(screen.frameIndex) of a 30 Hz ticker in the common modes",
             "",
             screen.message,
         ]

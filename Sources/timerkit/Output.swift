@@ -32,6 +32,8 @@ func printError(_ message: String) {
 /// A JSON value with its object keys in the order given.
 indirect enum JSON: Sendable {
     case int(Int64)
+    /// A number written with `digits` decimals.
+    case number(Double, digits: Int)
     case string(String)
     case bool(Bool)
     case null
@@ -42,6 +44,7 @@ indirect enum JSON: Sendable {
     func renderLine() -> String {
         switch self {
         case .int(let value): String(value)
+        case .number(let value, let digits): value.isFinite ? String(format: "%.\(digits)f", value) : "null"
         case .string(let value): JSON.quote(value)
         case .bool(let value): value ? "true" : "false"
         case .null: "null"

@@ -22,7 +22,9 @@ import Musl
 /// a process restart that must go on without the network. `--clocks` prints
 /// the boot and wall clocks read back to back, nothing else (the script runs
 /// it outside faketime to learn the real time).
-enum TrustedTimeCommand {
+enum TrustedTimeCommand: Subcommand {
+    static let name = "trusted-time"
+
     static let usage = """
         usage: timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
                                      [--state FILE] [--no-sync] [--json]
@@ -218,10 +220,6 @@ enum TrustedTimeCommand {
         return 0
     }
 
-    private static func usageError(_ message: String) -> Int32 {
-        printError("timerkit trusted-time: \(message)\n\(usage)")
-        return 64
-    }
 
     // MARK: Formatting
 

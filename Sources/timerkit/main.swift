@@ -4,6 +4,7 @@
 //   timerkit trusted-time --server HOST [--port N] ...
 //                                            sync a trusted clock from an SNTP server
 //   timerkit demo [--state FILE] ...         countdowns, a carousel and a cooldown on a terminal
+//   timerkit fps [--rate HZ] [--seconds S] ...  a frame ticker with simulated work, watched live
 //
 // The side-by-side benchmarks are in Benchmarks/ (`timer-peers`).
 import Foundation
@@ -11,6 +12,8 @@ import Foundation
 let usage = """
     usage: timerkit clocks
            timerkit demo [--state FILE] [--sale-seconds N] [--code-seconds N] [--print-after S]
+           timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]
+                        [--seed N] [--json]
            timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
                                  [--state FILE] [--no-sync] [--json]
 
@@ -19,6 +22,8 @@ let usage = """
       demo     a terminal screen: a flash sale, a carousel that turns during a drag beside a
                badge that waits, a verification-code cooldown that survives a restart
                (keys: q quits, d drags, s sends a code)
+      fps      a frame ticker at HZ with X ms of work a frame and spikes on P % of frames: fps,
+               p99 frame time, dropped frames and hitch time on one line (--json: a summary)
       trusted-time
                sync a TrustedClock from an SNTP server (a host name or an IP address), and print
                trusted time, its error bound, the wall clock's offset and any tamper event;
@@ -39,6 +44,8 @@ func runCommand(_ arguments: [String]) -> Int32 {
         return TrustedTimeCommand.run(arguments.dropFirst())
     case "demo":
         return DemoCommand.run(arguments.dropFirst())
+    case "fps":
+        return FpsCommand.run(arguments.dropFirst())
     case "-h", "--help", "help":
         print(usage, terminator: "")
         return 0

@@ -9,7 +9,7 @@
 // pairs, never while a side is timed; the interposer stays in the path of
 // every allocation (a forwarding call and a 16-byte header each).
 import Foundation
-import MallocInterposerSwift
+import InterposedMallocs
 import NIOPeers
 import TimerBench
 
@@ -23,21 +23,9 @@ guard let options = parsed else {
     exit(64)
 }
 
-MallocInterposerSwift.initialize()
+let mallocs = MallocCounter.interposed()
 var peers = NIOPeers.adding(to: .standard(options.length))
-// The interposer puts a 16-byte header before every allocation (for the
-// whole run, counting or not); the resident-memory figures leave it out.
-peers.mallocs = MallocCounter(
-    headerBytes: 16,
-    start: {
-        MallocInterposerSwift.reset()
-        MallocInterposerSwift.hook()
-    },
-    stop: {
-        MallocInterposerSwift.unhook()
-        let statistics = MallocInterposerSwift.getStatistics()
-        return (statistics.mallocCount, statistics.freeCount)
-    })
+peers.mallocs = mallocs
 let status = BenchCommand.run(options, peers: peers)
 try? NIOPeers.group.syncShutdownGracefully()
 exit(status)

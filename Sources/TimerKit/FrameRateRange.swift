@@ -1,0 +1,54 @@
+import CTimerCore
+
+/// The frame rates a ``FrameTicker`` may run at, in frames per second, and
+/// the one it prefers.
+///
+/// The maximum sets the finest grid (one frame every 1 s ÷ maximum); the
+/// rates the ticker can run at are maximum ÷ k for whole k, down to the
+/// minimum: 120, 60, 40, 30 … for a maximum of 120, so every rate's frames
+/// fall on the finest grid. The ticker starts at the rung nearest the
+/// preferred rate. When the range offers more than one rung, it adapts once
+/// per second of frames: one rung down when more than a tenth of the
+/// window's frames were dropped, one rung up (never above the preferred
+/// rate) when none was and the longest callback took at most half of the
+/// faster rung's period.
+///
+/// ```swift
+/// let steady = FrameRateRange(fixed: 60)                         // always 60 Hz
+/// let adaptive = FrameRateRange(minimum: 30, maximum: 120, preferred: 120)
+/// ```
+public struct FrameRateRange: Sendable, Hashable, CustomStringConvertible {
+    /// The lowest rate the ticker may step down to (≥ 1e-6).
+    public var minimum: Double
+    /// The highest rate, which sets the grid (≤ 1e9, a period of ≥ 1 ns).
+    public var maximum: Double
+    /// The rate to run at when the work allows, between the minimum and the
+    /// maximum; `nil` for the maximum.
+    public var preferred: Double?
+
+    /// A range; checked when a ticker takes it (``TimerError/invalidFrameRate(_:)``).
+    public init(minimum: Double, maximum: Double, preferred: Double? = nil) {
+        self.minimum = minimum
+        self.maximum = maximum
+        self.preferred = preferred
+    }
+
+    /// One rate and nothing else: the ticker never adapts.
+    public init(fixed framesPerSecond: Double) {
+        self.init(minimum: framesPerSecond, maximum: framesPerSecond, preferred: framesPerSecond)
+    }
+
+    /// "30–120 fps, preferring 60", or "60 fps".
+    public var description: String {
+        if minimum == maximum && (preferred ?? maximum) == maximum { return "\(maximum) fps" }
+        let prefers = preferred.map { ", preferring \($0)" } ?? ""
+        return "\(minimum)–\(maximum) fps\(prefers)"
+    }
+
+    /// The C range (a preferred rate of 0 means the maximum).
+    var rawRange: tk_frame_rate_range {
+        // A preferred rate of exactly 0 would read as "none" in C: send one
+        // the C check refuses instead.
+        tk_frame_rate_range(minimum: minimum, maximum: maximum, preferred: preferred.map { $0 == 0 ? -1 : $0 } ?? 0)
+    }
+}

@@ -1,0 +1,295 @@
+import CTimerCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Calls an action once per frame, on a fixed grid of a ``TimerLoop``'s
+/// monotonic clock: what `CADisplayLink` is to a screen, for a game
+/// server's tick, a render loop or a media pipeline.
+///
+/// ```swift
+/// let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 60), in: [.common]) {
+///     ticker, frame in
+///     render(at: frame.targetTimestamp, skipped: frame.droppedFrames)
+/// }
+/// // ...
+/// ticker.isPaused = true        // off screen: no frames, no wake-ups
+/// ticker.invalidate()
+/// ```
+///
+/// Frame *k* is due at *anchor + k × period*, where the anchor is when the
+/// ticker started or last changed its rate, so frames never drift. They
+/// never come early either: one absolute deadline of the loop's timerfd,
+/// with no tolerance, drives them. When the loop wakes late, the action gets
+/// the latest grid point that has passed; when an action runs past the next
+/// grid point, the points it covered are skipped. Either way the next
+/// frame's ``Frame/droppedFrames`` counts the grid points that got no frame.
+///
+/// A ``FrameRateRange`` with more than one rate lets the ticker step its
+/// rate down while frames are being dropped, and back up when the work
+/// allows (see ``FrameRateRange``).
+///
+/// The loop keeps the ticker alive until ``invalidate()``, and the ticker
+/// keeps what its action captures: capture `[weak self]`, or use
+/// ``init(on:rate:in:paused:target:action:)``, which holds its target weakly.
+///
+/// On a manual loop (``TimerLoop/manual(startingAt:)``) the frames follow
+/// the manual time: advancing it delivers exactly the frames of the span.
+///
+/// Thread safety: every member may be used from any thread, and from the
+/// ticker's own action. A change made while the action runs takes effect
+/// when it returns. The action runs on the loop's thread, one frame at a
+/// time: a nested run of the loop never re-enters it.
+///
+/// The corresponding C API is `tk_frame_ticker_*`.
+public final class FrameTicker: @unchecked Sendable {
+    /// One frame, as the action is told it. Times are readings of the loop's
+    /// monotonic clock (the manual time, on a manual loop).
+    public struct Frame: Sendable, Hashable {
+        /// Frames delivered before this one.
+        public var index: UInt64
+        /// This frame's grid time. Never later than ``deliveredAt``.
+        public var timestamp: MonotonicClock.Instant
+        /// The next frame's grid time: what to render for.
+        public var targetTimestamp: MonotonicClock.Instant
+        /// The period in force: `targetTimestamp - timestamp`.
+        public var duration: Duration
+        /// Grid points skipped since the previous frame, because the loop
+        /// woke late or the previous action ran past them. 0 on time.
+        public var droppedFrames: UInt64
+        /// When the action was called.
+        public var deliveredAt: MonotonicClock.Instant
+
+        init(_ frame: tk_frame) {
+            index = frame.index
+            timestamp = MonotonicClock.Instant(nanoseconds: frame.timestamp_ns)
+            targetTimestamp = MonotonicClock.Instant(nanoseconds: frame.target_timestamp_ns)
+            duration = .nanoseconds(frame.duration_ns)
+            droppedFrames = frame.dropped_frames
+            deliveredAt = MonotonicClock.Instant(nanoseconds: frame.now_ns)
+        }
+    }
+
+    /// What the ticker runs each frame: the ticker and the frame.
+    public typealias Action = @Sendable (FrameTicker, Frame) -> Void
+
+    /// The loop the ticker runs on.
+    public let loop: TimerLoop
+
+    private let action: Action
+
+    /// The C ticker; `nil` once invalidated. Every call into it holds the
+    /// lock, so none can reach a ticker `invalidate()` has let go of.
+    private let ticker = ThreadLocked<OpaquePointer?>(nil)
+
+    /// Creates a ticker on `loop` and starts it (unless `paused`): its first
+    /// frame is due one period from now.
+    ///
+    /// - Parameters:
+    ///   - loop: the loop whose thread runs the action.
+    ///   - rate: the rates it may run at (``FrameRateRange/init(fixed:)``
+    ///     for one).
+    ///   - modes: the loop modes it delivers frames in; `[.common]` keeps a
+    ///     display going while the loop runs in ``LoopMode/tracking``.
+    ///   - paused: create it paused; set ``isPaused`` to start it.
+    ///   - action: runs on the loop's thread, once per frame.
+    /// - Throws: ``TimerError/invalidFrameRate(_:)``,
+    ///   ``TimerError/noModes``, a mode error, or ``TimerError/system(_:)``
+    ///   if the loop cannot take the ticker (for example out of memory).
+    public init(
+        on loop: TimerLoop,
+        rate: FrameRateRange,
+        in modes: [LoopMode] = [.default],
+        paused: Bool = false,
+        _ action: @escaping Action
+    ) throws(TimerError) {
+        self.loop = loop
+        self.action = action
+        if loop.hasFailed, let failure = loop.failure { throw failure }
+        var spec = tk_frame_ticker_spec(
+            rate: rate.rawRange, modes: try loop.modeSet(modes),
+            flags: paused ? UInt32(TK_FRAME_PAUSED) : 0)
+        // The loop's reference, handed to its release handler when the C
+        // ticker is freed (after tk_frame_ticker_destroy, or with the loop).
+        let context = Unmanaged.passRetained(self)
+        var handle: OpaquePointer?
+        let result = tk_frame_ticker_create(
+            loop.handle, &spec,
+            { _, _, frame, context in
+                Unmanaged<FrameTicker>.fromOpaque(context!).takeUnretainedValue()
+                    .deliver(frame!.pointee)
+            },
+            context.toOpaque(), &handle)
+        if result < 0 {
+            context.release()
+            if result == -EINVAL { throw .invalidFrameRate(rate) }
+            _ = try TimerError.check(result, "tk_frame_ticker_create")
+        }
+        ticker.withLock { $0 = handle }
+    }
+
+    /// Creates a ticker whose action gets `target`, held weakly: the ticker
+    /// never keeps its target alive, and invalidates itself at the first
+    /// frame after the target is gone. See ``init(on:rate:in:paused:_:)``.
+    ///
+    /// ```swift
+    /// final class Renderer: Sendable {
+    ///     init(loop: TimerLoop) throws {
+    ///         _ = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 60), target: self) {
+    ///             renderer, _, frame in renderer.draw(for: frame.targetTimestamp)
+    ///         }
+    ///     }
+    ///     func draw(for time: MonotonicClock.Instant) {}
+    /// }
+    /// ```
+    ///
+    /// The action runs on the loop's thread with the target, so the target
+    /// must be `Sendable`.
+    public convenience init<Target: AnyObject & Sendable>(
+        on loop: TimerLoop,
+        rate: FrameRateRange,
+        in modes: [LoopMode] = [.default],
+        paused: Bool = false,
+        target: Target,
+        action: @escaping @Sendable (Target, FrameTicker, Frame) -> Void
+    ) throws(TimerError) {
+        let reference = WeakReference(target)
+        try self.init(on: loop, rate: rate, in: modes, paused: paused) { ticker, frame in
+            guard let target = reference.object else { return ticker.invalidate() }
+            action(target, ticker, frame)
+        }
+    }
+
+    private func deliver(_ frame: tk_frame) {
+        action(self, Frame(frame))
+    }
+
+    // MARK: State
+
+    private func info() -> tk_frame_ticker_info? {
+        ticker.withLock { handle in
+            guard let handle else { return nil }
+            var info = tk_frame_ticker_info()
+            SystemError.expectSuccess(tk_frame_ticker_get_info(handle, &info), "tk_frame_ticker_get_info")
+            return info
+        }
+    }
+
+    /// Whether the ticker can still deliver frames: false after
+    /// ``invalidate()``.
+    public var isValid: Bool {
+        ticker.withLock { $0 != nil }
+    }
+
+    /// Whether frames are paused. While paused, the ticker costs the loop
+    /// nothing: no wake-ups. Resuming keeps the grid (the next frame is the
+    /// first grid point still ahead), and the pause is not counted as
+    /// dropped frames.
+    ///
+    /// Setting it on an invalidated ticker does nothing. If the loop cannot
+    /// take the change (out of memory), the ticker stays as it was;
+    /// ``setPaused(_:)`` reports that error.
+    public var isPaused: Bool {
+        get { info().map { $0.paused != 0 } ?? true }
+        set { try? setPaused(newValue) }
+    }
+
+    /// Pauses or resumes the ticker; see ``isPaused``.
+    ///
+    /// - Throws: ``TimerError/invalidated`` after ``invalidate()``;
+    ///   ``TimerError/system(_:)`` if the loop cannot take the change
+    ///   (nothing changed) or could not take an earlier frame (see
+    ///   ``failure``).
+    public func setPaused(_ paused: Bool) throws(TimerError) {
+        try withTicker { handle throws(TimerError) in
+            _ = try TimerError.check(tk_frame_ticker_set_paused(handle, paused ? 1 : 0),
+                                     "tk_frame_ticker_set_paused")
+        }
+    }
+
+    /// Changes the rates. The grid is re-aligned: it starts at the latest
+    /// frame's timestamp (or now, before the first frame or while paused),
+    /// and the next frame is the first point of the new grid still ahead.
+    ///
+    /// - Throws: ``TimerError/invalidFrameRate(_:)`` (nothing changed),
+    ///   ``TimerError/invalidated``, ``TimerError/system(_:)``.
+    public func setRate(_ rate: FrameRateRange) throws(TimerError) {
+        try withTicker { handle throws(TimerError) in
+            let result = tk_frame_ticker_set_rate(handle, rate.rawRange)
+            if result == -EINVAL { throw .invalidFrameRate(rate) }
+            _ = try TimerError.check(result, "tk_frame_ticker_set_rate")
+        }
+    }
+
+    /// Delivers frames in `mode` too; the grid and the next frame stay.
+    ///
+    /// - Throws: a mode error, ``TimerError/invalidated``, ``TimerError/system(_:)``.
+    public func add(_ mode: LoopMode) throws(TimerError) {
+        let set = try loop.modeSet(mode)
+        try withTicker { handle throws(TimerError) in
+            var info = tk_frame_ticker_info()
+            SystemError.expectSuccess(tk_frame_ticker_get_info(handle, &info), "tk_frame_ticker_get_info")
+            _ = try TimerError.check(tk_frame_ticker_set_modes(handle, info.modes | set),
+                                     "tk_frame_ticker_set_modes")
+        }
+    }
+
+    private func withTicker(_ body: (OpaquePointer) throws(TimerError) -> Void) throws(TimerError) {
+        try ticker.withLock { (handle) throws(TimerError) in
+            guard let handle else { throw .invalidated }
+            try body(handle)
+        }
+    }
+
+    /// The rate in force, in frames per second; `nil` after ``invalidate()``.
+    public var framesPerSecond: Double? {
+        info()?.rate
+    }
+
+    /// The period in force; `nil` after ``invalidate()``.
+    public var frameDuration: Duration? {
+        info().map { .nanoseconds($0.period_ns) }
+    }
+
+    /// The next frame's grid time; `nil` while paused or after
+    /// ``invalidate()``.
+    public var nextTimestamp: MonotonicClock.Instant? {
+        guard let next = info()?.next_timestamp_ns, next != .max else { return nil }
+        return MonotonicClock.Instant(nanoseconds: next)
+    }
+
+    /// Frames delivered so far (0 after ``invalidate()``).
+    public var frameCount: UInt64 {
+        info()?.frames ?? 0
+    }
+
+    /// Grid points dropped so far, over all frames (0 after ``invalidate()``).
+    public var droppedFrameCount: UInt64 {
+        info()?.dropped_frames ?? 0
+    }
+
+    /// Why the ticker stopped delivering frames on its own: the loop could
+    /// not take its next frame (out of memory). `nil` while it runs.
+    /// Invalidate a failed ticker and make a new one.
+    public var failure: TimerError? {
+        guard let error = info()?.error, error < 0 else { return nil }
+        return TimerError(SystemError(errno: Errno(rawValue: error), function: "tk_loop_reschedule"))
+    }
+
+    /// Stops the ticker for good: no frame starts after this returns (one
+    /// the loop's thread has already begun finishes), and the loop lets go
+    /// of the ticker. Idempotent; safe from any thread and from the action.
+    ///
+    /// The corresponding C function is `tk_frame_ticker_destroy`.
+    public func invalidate() {
+        let handle = ticker.withLock { handle in
+            defer { handle = nil }
+            return handle
+        }
+        guard let handle else { return }
+        SystemError.expectSuccess(tk_frame_ticker_destroy(handle), "tk_frame_ticker_destroy")
+    }
+}

@@ -1,0 +1,77 @@
+/// Frame times in a fixed number of buckets, for percentiles without an
+/// allocation per frame.
+///
+/// Log-linear buckets: times below 256 ns have one bucket each; above, each
+/// power of two is split into 128 buckets, so a bucket's width is less than
+/// 1/128 (0.8 %) of its values. A percentile is reported as its bucket's
+/// lowest value, except in the buckets of the smallest and the largest time
+/// recorded, which report those times: a run of equal frame times, or of a
+/// steady time and one hitch, reports them exactly. Times from 2^40 ns
+/// (18 minutes) up share the last bucket.
+struct FrameTimeHistogram: Sendable {
+    private static let exactBelow: Int64 = 256
+    private static let subBuckets = 128
+    private static let octaves = 33
+    static let bucketCount = 256 + octaves * 128
+
+    private(set) var counts: [UInt32]
+    private(set) var count: UInt64 = 0
+    private(set) var smallest: Int64 = .max
+    private(set) var largest: Int64 = 0
+
+    init() {
+        counts = [UInt32](repeating: 0, count: Self.bucketCount)
+    }
+
+    static func bucket(of nanoseconds: Int64) -> Int {
+        let value = max(0, nanoseconds)
+        if value < exactBelow { return Int(value) }
+        let shift = (64 - value.leadingZeroBitCount) - 8  // >= 1
+        let mantissa = Int(value >> shift)  // in [128, 256)
+        let index = 256 + (shift - 1) * subBuckets + (mantissa - 128)
+        return min(index, bucketCount - 1)
+    }
+
+    static func lowestValue(of bucket: Int) -> Int64 {
+        if bucket < 256 { return Int64(bucket) }
+        let shift = (bucket - 256) / subBuckets + 1
+        let mantissa = Int64((bucket - 256) % subBuckets + 128)
+        return mantissa << shift
+    }
+
+    /// Counts one time. No allocation (the buckets are made in `init`, and
+    /// the array is not shared while recording).
+    mutating func record(_ nanoseconds: Int64) {
+        let index = Self.bucket(of: nanoseconds)
+        if counts[index] < .max { counts[index] += 1 }
+        count += 1
+        smallest = min(smallest, max(0, nanoseconds))
+        largest = max(largest, nanoseconds)
+    }
+
+    /// The time at or below which a fraction `p` (0…1) of the times lie;
+    /// `nil` with no time recorded.
+    func percentile(_ p: Double) -> Int64? {
+        guard count > 0 else { return nil }
+        let fraction = min(max(p, 0), 1)
+        let rank = max(1, UInt64((fraction * Double(count)).rounded(.up)))
+        var seen: UInt64 = 0
+        for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
+            seen += UInt64(bucketCount)
+            guard seen >= rank else { continue }
+            // The extremes are known exactly.
+            if index == Self.bucket(of: largest) { return largest }
+            if index == Self.bucket(of: smallest) { return smallest }
+            return Self.lowestValue(of: index)
+        }
+        return largest
+    }
+
+    /// Empties the histogram, keeping its buckets.
+    mutating func reset() {
+        counts.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        count = 0
+        smallest = .max
+        largest = 0
+    }
+}

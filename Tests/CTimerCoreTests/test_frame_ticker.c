@@ -1,0 +1,581 @@
+/*
+ * Frame tickers: exact frame sequences on a manual clock (grid, dropped
+ * frames, pause, rate changes, adaptation, modes, release), "never early"
+ * and "fired" on the real clock, and bad input.
+ *
+ * Usage: test_frame_ticker [seed] [--only=NAME]     (or env TK_SEED)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "CTimerCore.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_harness.h"
+
+#define MS INT64_C(1000000)
+#define START (INT64_C(1000) * MS)
+#define MAX_FRAMES 4096
+
+/* What a ticker's callback saw, and what it should do at given frames. */
+typedef struct recorder {
+    tk_frame frames[MAX_FRAMES];
+    int count;
+    int early;         /* frames whose callback came before their timestamp */
+    int64_t work;      /* manual loops: time each callback takes */
+    int work_at;       /* ... only at this frame index (-1: every frame) */
+    int pause_at;      /* pause the ticker from its callback at this index */
+    int destroy_at;    /* destroy it from its callback at this index */
+    double rate_at_hz; /* with rate_at: a new fixed rate set from the callback */
+    int rate_at;
+    atomic_int releases;
+    atomic_int after_release; /* callbacks after the release: must stay 0 */
+} recorder;
+
+static void recorder_init(recorder *r) {
+    memset(r, 0, sizeof *r);
+    r->work_at = -1;
+    r->pause_at = -1;
+    r->destroy_at = -1;
+    r->rate_at = -1;
+}
+
+static tk_frame_rate_range fixed(double hz) {
+    tk_frame_rate_range range = {hz, hz, hz};
+    return range;
+}
+
+static void on_frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
+    recorder *r = context;
+    if (atomic_load(&r->releases) > 0) atomic_fetch_add(&r->after_release, 1);
+    if (frame->now_ns < frame->timestamp_ns) r->early++;
+    int index = r->count;
+    if (index < MAX_FRAMES) r->frames[r->count++] = *frame;
+    if (r->work > 0 && (r->work_at < 0 || r->work_at == index)) {
+        int64_t now;
+        tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now);
+        tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, now + r->work);
+    }
+    if (index == r->pause_at) CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
+    if (index == r->rate_at) CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(r->rate_at_hz)), 0);
+    if (index == r->destroy_at) CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+}
+
+static void on_release(tk_loop *loop, void *context) {
+    (void)loop;
+    recorder *r = context;
+    atomic_fetch_add(&r->releases, 1);
+}
+
+static tk_loop *manual_loop(void) {
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, START), 0);
+    CHECK_EQ(tk_loop_set_release_handler(loop, on_release), 0);
+    return loop;
+}
+
+static tk_frame_ticker *start(tk_loop *loop, tk_frame_rate_range rate, recorder *r) {
+    tk_frame_ticker_spec spec = {.rate = rate};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, r, &ticker), 0);
+    return ticker;
+}
+
+static tk_frame_ticker_info info_of(tk_frame_ticker *ticker) {
+    tk_frame_ticker_info info;
+    memset(&info, 0, sizeof info);
+    CHECK_EQ(tk_frame_ticker_get_info(ticker, &info), 0);
+    return info;
+}
+
+/* Checks frame `i` against its expected grid time and dropped count. */
+#define CHECK_FRAME(r, i, at_ms, dropped_count)                                  \
+    do {                                                                         \
+        CHECK_EQ((r)->frames[i].index, (i));                                     \
+        CHECK_EQ((r)->frames[i].timestamp_ns, START + (int64_t)(at_ms) * MS);    \
+        CHECK_EQ((r)->frames[i].dropped_frames, (dropped_count));                \
+    } while (0)
+
+/* ---- Manual clock: exact sequences ---------------------------------------- */
+
+static void test_fixed_rate_grid(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 35 * MS), 3);
+    CHECK_EQ(r.count, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_FRAME(&r, i, 10 * (i + 1), 0);
+        CHECK_EQ(r.frames[i].duration_ns, 10 * MS);
+        CHECK_EQ(r.frames[i].target_timestamp_ns, r.frames[i].timestamp_ns + 10 * MS);
+        CHECK_EQ(r.frames[i].now_ns, r.frames[i].timestamp_ns);
+    }
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK_EQ(info.frames, 3);
+    CHECK_EQ(info.dropped_frames, 0);
+    CHECK_EQ(info.period_ns, 10 * MS);
+    CHECK_EQ(info.next_timestamp_ns, START + 40 * MS);
+    CHECK(info.rate == 100);
+    CHECK_EQ(info.modes, TK_MODES(TK_MODE_DEFAULT));
+    CHECK_EQ(info.paused, 0);
+    /* One pending timer drives it; a million frames later it is still on the grid. */
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 1);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 0);
+    CHECK_EQ(r.count, 3);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+}
+
+static void test_no_drift_over_many_frames(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    /* 60 Hz: a period of 16,666,667 ns, so the grid is exact in whole ns. */
+    tk_frame_ticker *ticker = start(loop, fixed(60), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 60 * 1000 * MS), 3599); /* frame 3600 is 1.2 us past 60 s */
+    CHECK_EQ(r.count, 3599);
+    CHECK_EQ(r.frames[r.count - 1].timestamp_ns, START + (int64_t)r.count * 16666667);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_long_callback_drops_frames(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.work = 25 * MS; /* frame 1 (at 20 ms) runs until 45 ms */
+    r.work_at = 1;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 65 * MS), 4);
+    CHECK_FRAME(&r, 0, 10, 0);
+    CHECK_FRAME(&r, 1, 20, 0);
+    CHECK_FRAME(&r, 2, 50, 2); /* 30 and 40 were covered by the callback */
+    CHECK_FRAME(&r, 3, 60, 0);
+    CHECK_EQ(r.frames[2].now_ns, START + 50 * MS); /* waited for the grid, not late */
+    CHECK_EQ(info_of(ticker).dropped_frames, 2);
+    CHECK_EQ(r.early, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_callback_ending_on_the_grid(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.work = 20 * MS; /* frame 0 (at 10 ms) ends exactly at 30 ms, a grid point */
+    r.work_at = 0;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 35 * MS), 2);
+    CHECK_FRAME(&r, 0, 10, 0);
+    CHECK_FRAME(&r, 1, 30, 1); /* 20 dropped; 30 is served at once */
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_late_loop_gets_latest_grid_point(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    /* The loop's thread wakes 37 ms late (time moves without a pass). */
+    CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, START + 37 * MS), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 0), 1);
+    CHECK_FRAME(&r, 0, 30, 2); /* 10 and 20 dropped */
+    CHECK_EQ(r.frames[0].now_ns, START + 37 * MS);
+    CHECK_EQ(tk_loop_advance(loop, 0, 5 * MS), 1);
+    CHECK_FRAME(&r, 1, 40, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_pause_and_resume_keep_the_grid(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 25 * MS), 2);
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0); /* no-op */
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK_EQ(info.paused, 1);
+    CHECK_EQ(info.next_timestamp_ns, INT64_MAX);
+    CHECK_EQ(tk_loop_advance(loop, 0, 78 * MS), 0); /* to 103 ms: nothing */
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0);
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0); /* no-op */
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 110 * MS); /* same phase */
+    CHECK_EQ(tk_loop_advance(loop, 0, 17 * MS), 2);
+    CHECK_FRAME(&r, 2, 110, 0); /* the pause is not counted as dropped frames */
+    CHECK_FRAME(&r, 3, 120, 0);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_pause_from_callback(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.pause_at = 1;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 2);
+    CHECK_EQ(info_of(ticker).paused, 1);
+    CHECK_EQ(atomic_load(&r.releases), 0); /* paused, not gone */
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1);
+    CHECK_FRAME(&r, 2, 110, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_destroy_from_callback(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.destroy_at = 2;
+    tk_loop *loop = manual_loop();
+    start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 3);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+    CHECK_EQ(atomic_load(&r.after_release), 0);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+}
+
+static void test_rate_change_realigns(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.rate_at = 3; /* at the frame at 60 ms: back to 100 Hz, from there */
+    r.rate_at_hz = 100;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 23 * MS), 2);
+    /* 50 Hz from the latest frame (20 ms): 40, 60, ... */
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 40 * MS);
+    CHECK_EQ(info_of(ticker).period_ns, 20 * MS);
+    CHECK_EQ(tk_loop_advance(loop, 0, 52 * MS), 3); /* to 75 ms */
+    CHECK_FRAME(&r, 2, 40, 0);
+    CHECK_EQ(r.frames[2].duration_ns, 20 * MS);
+    CHECK_FRAME(&r, 3, 60, 0);
+    CHECK_FRAME(&r, 4, 70, 0); /* 100 Hz again, anchored at 60 */
+    CHECK_EQ(r.frames[4].duration_ns, 10 * MS);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
+    /* A bad range changes nothing. */
+    tk_frame_ticker_info before = info_of(ticker);
+    tk_frame_rate_range bad = {60, 30, 0};
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, bad), -EINVAL);
+    tk_frame_ticker_info after = info_of(ticker);
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_range_adapts(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_rate_range range = {30, 120, 120};
+    tk_frame_ticker *ticker = start(loop, range, &r);
+    int64_t base = 8333333; /* 1 s / 120 */
+    CHECK(info_of(ticker).rate == 120);
+    /* 12 ms of work a frame: every other point of the 120 Hz grid is
+     * dropped, so after one second the ticker steps down to 60 Hz. */
+    r.work = 12 * MS;
+    CHECK(tk_loop_advance(loop, 0, 1100 * MS) > 0);
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK(info.rate == 60);
+    CHECK_EQ(info.period_ns, 2 * base);
+    int at_60 = r.count;
+    CHECK(tk_loop_advance(loop, 0, 1000 * MS) > 0);
+    for (int i = at_60; i < r.count; i++) {
+        CHECK_EQ(r.frames[i].dropped_frames, 0);
+        CHECK_EQ(r.frames[i].duration_ns, 2 * base);
+        CHECK_EQ(r.frames[i].timestamp_ns - r.frames[i - 1].timestamp_ns, 2 * base);
+    }
+    /* 12 ms is more than half of 120 Hz's period: it stays at 60 Hz. */
+    CHECK(tk_loop_advance(loop, 0, 2000 * MS) > 0);
+    CHECK(info_of(ticker).rate == 60);
+    /* Light work: after the window in progress (which still saw 12 ms) and
+     * one clean window, it is back at the preferred rate. */
+    r.work = 3 * MS;
+    CHECK(tk_loop_advance(loop, 0, 900 * MS) > 0);
+    CHECK(info_of(ticker).rate == 60);
+    CHECK(tk_loop_advance(loop, 0, 1200 * MS) > 0);
+    CHECK(info_of(ticker).rate == 120);
+    /* Heavy work: it steps down one rate a window, not below the minimum. */
+    r.work = 100 * MS;
+    CHECK(tk_loop_advance(loop, 0, 10000 * MS) > 0);
+    info = info_of(ticker);
+    CHECK(info.rate == 30);
+    CHECK_EQ(info.period_ns, 4 * base);
+    CHECK_EQ(r.early, 0);
+    for (int i = 1; i < r.count; i++) {
+        CHECK(r.frames[i].timestamp_ns > r.frames[i - 1].timestamp_ns);
+    }
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_preferred_rate_within_range(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_rate_range range = {20, 120, 45}; /* 120 / 3 = 40 is the nearest rung */
+    tk_frame_ticker *ticker = start(loop, range, &r);
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK(info.rate == 40);
+    CHECK_EQ(info.period_ns, 3 * 8333333);
+    /* Idle work never raises it above the preferred rate. */
+    CHECK(tk_loop_advance(loop, 0, 3000 * MS) > 0);
+    CHECK(info_of(ticker).rate == 40);
+    tk_frame_rate_range zero = {20, 120, 0}; /* 0: the maximum */
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, zero), 0);
+    CHECK(info_of(ticker).rate == 120);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_modes(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker_spec spec = {.rate = fixed(100), .modes = TK_MODES(1)};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 35 * MS), 0); /* mode 0: waits */
+    CHECK_EQ(tk_loop_advance(loop, 1, 0), 1);       /* mode 1: the latest grid point */
+    CHECK_FRAME(&r, 0, 30, 2);
+    CHECK_EQ(tk_frame_ticker_set_modes(ticker, 0), 0); /* 0: the default mode */
+    CHECK_EQ(info_of(ticker).modes, TK_MODES(TK_MODE_DEFAULT));
+    CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1);
+    CHECK_FRAME(&r, 1, 40, 0);
+    CHECK_EQ(tk_frame_ticker_set_modes(ticker, TK_MODES(0) | TK_MODES(1)), 0);
+    CHECK_EQ(tk_loop_advance(loop, 1, 10 * MS), 1);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_created_paused(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker_spec spec = {.rate = fixed(100), .flags = TK_FRAME_PAUSED};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 55 * MS), 0);
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1);
+    CHECK_FRAME(&r, 0, 60, 0); /* the grid of the creation time */
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_loop_destroy_releases(void) {
+    static recorder r1, r2;
+    recorder_init(&r1);
+    recorder_init(&r2);
+    tk_loop *loop = manual_loop();
+    start(loop, fixed(100), &r1);
+    tk_frame_ticker_spec paused = {.rate = fixed(30), .flags = TK_FRAME_PAUSED};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &paused, on_frame, &r2, &ticker), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 15 * MS), 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    CHECK_EQ(atomic_load(&r1.releases), 1);
+    CHECK_EQ(atomic_load(&r2.releases), 1);
+}
+
+static void test_bad_input(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = NULL;
+    tk_frame_ticker_spec good = {.rate = fixed(60)};
+    CHECK_EQ(tk_frame_ticker_create(NULL, &good, on_frame, &r, &ticker), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_create(loop, NULL, on_frame, &r, &ticker), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_create(loop, &good, NULL, &r, &ticker), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_create(loop, &good, on_frame, &r, NULL), -EINVAL);
+    const tk_frame_rate_range bad[] = {
+        {0, 60, 0},        {-1, 60, 0},        {NAN, 60, 0},     {30, NAN, 0},
+        {30, INFINITY, 0}, {60, 30, 0},        {30, 60, 61},     {30, 60, 29},
+        {30, 60, NAN},     {30, 2e9, 0},       {30, 60, -1},     {1e-300, 60, 1e-300},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tk_frame_ticker_spec spec = {.rate = bad[i]};
+        CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), -EINVAL);
+    }
+    tk_frame_ticker_spec flags = {.rate = fixed(60), .flags = 0x80};
+    CHECK_EQ(tk_frame_ticker_create(loop, &flags, on_frame, &r, &ticker), -EINVAL);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 0); /* nothing was scheduled */
+    CHECK(ticker == NULL);
+    CHECK_EQ(tk_frame_ticker_destroy(NULL), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_set_paused(NULL, 1), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_set_rate(NULL, fixed(60)), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_set_modes(NULL, 1), -EINVAL);
+    CHECK_EQ(tk_frame_ticker_get_info(NULL, NULL), -EINVAL);
+    /* The extremes that are allowed: 1 ns periods, and a 1e-6 Hz floor. */
+    tk_frame_rate_range fastest = {1e-6, 1e9, 0};
+    tk_frame_ticker_spec extreme = {.rate = fastest};
+    CHECK_EQ(tk_frame_ticker_create(loop, &extreme, on_frame, &r, &ticker), 0);
+    CHECK_EQ(info_of(ticker).period_ns, 1);
+    CHECK_EQ(tk_frame_ticker_get_info(ticker, NULL), -EINVAL);
+    CHECK_EQ(tk_loop_advance(loop, 0, 100), 100);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- Real clock: never early, fired, threads -------------------------------- */
+
+static void stop_after(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
+    recorder *r = context;
+    on_frame(loop, ticker, frame, context);
+    if (r->count >= 40) tk_loop_stop(loop);
+}
+
+static void test_real_clock_never_early(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    tk_frame_ticker_spec spec = {.rate = fixed(200)};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &spec, stop_after, &r, &ticker), 0);
+    int64_t now;
+    CHECK_EQ(tk_clock_now(TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, now + 30000 * MS, 0), TK_RUN_STOPPED);
+    CHECK_EQ(r.count, 40);
+    CHECK_EQ(r.early, 0);
+    uint64_t dropped = r.frames[0].dropped_frames;
+    for (int i = 1; i < r.count; i++) {
+        int64_t step = r.frames[i].timestamp_ns - r.frames[i - 1].timestamp_ns;
+        CHECK(step > 0 && step % (5 * MS) == 0);
+        CHECK_EQ((uint64_t)(step / (5 * MS)) - 1, r.frames[i].dropped_frames);
+        CHECK(r.frames[i].now_ns >= r.frames[i].timestamp_ns);
+        dropped += r.frames[i].dropped_frames;
+    }
+    CHECK_EQ(info_of(ticker).dropped_frames, dropped);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+typedef struct threaded {
+    tk_loop *loop;
+    tk_frame_ticker *ticker;
+    recorder *r;
+} threaded;
+
+static void *run_loop(void *arg) {
+    threaded *t = arg;
+    int result = tk_loop_run(t->loop, 0, TK_FOREVER, 0);
+    CHECK_EQ(result, TK_RUN_STOPPED);
+    return NULL;
+}
+
+static void sleep_us(long us) {
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void test_changes_from_another_thread(void) {
+    static recorder r;
+    recorder_init(&r);
+    threaded t = {.r = &r};
+    CHECK_EQ(tk_loop_create(&t.loop), 0);
+    CHECK_EQ(tk_loop_set_release_handler(t.loop, on_release), 0);
+    tk_frame_ticker_spec spec = {.rate = fixed(2000)};
+    CHECK_EQ(tk_frame_ticker_create(t.loop, &spec, on_frame, &r, &t.ticker), 0);
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, run_loop, &t), 0);
+    /* Pause, resume and re-rate while frames come. */
+    for (int i = 0; i < 200; i++) {
+        CHECK_EQ(tk_frame_ticker_set_paused(t.ticker, i % 3 == 0), 0);
+        if (i % 7 == 0) CHECK_EQ(tk_frame_ticker_set_rate(t.ticker, fixed(i % 2 ? 1000 : 2000)), 0);
+        sleep_us(rng_below(&g_rng, 1500));
+    }
+    CHECK_EQ(tk_frame_ticker_set_paused(t.ticker, 0), 0);
+    sleep_us(20000);
+    CHECK_EQ(tk_frame_ticker_destroy(t.ticker), 0);
+    int after_destroy = r.count;
+    sleep_us(20000);
+    CHECK_EQ(tk_loop_stop(t.loop), 0);
+    CHECK_EQ(pthread_join(thread, NULL), 0);
+    CHECK(r.count > 0);
+    CHECK(r.count <= after_destroy + 1); /* at most the one already begun */
+    CHECK_EQ(r.early, 0);
+    for (int i = 1; i < r.count; i++) CHECK(r.frames[i].timestamp_ns > r.frames[i - 1].timestamp_ns);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+    CHECK_EQ(atomic_load(&r.after_release), 0);
+    CHECK_EQ(tk_loop_destroy(t.loop), 0);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+}
+
+static void test_destroy_races_frames(void) {
+    for (int round = 0; round < 50; round++) {
+        static recorder r;
+        recorder_init(&r);
+        threaded t = {.r = &r};
+        CHECK_EQ(tk_loop_create(&t.loop), 0);
+        CHECK_EQ(tk_loop_set_release_handler(t.loop, on_release), 0);
+        tk_frame_ticker_spec spec = {.rate = fixed(10000)};
+        CHECK_EQ(tk_frame_ticker_create(t.loop, &spec, on_frame, &r, &t.ticker), 0);
+        pthread_t thread;
+        CHECK_EQ(pthread_create(&thread, NULL, run_loop, &t), 0);
+        sleep_us((long)rng_below(&g_rng, 3000));
+        CHECK_EQ(tk_frame_ticker_destroy(t.ticker), 0);
+        sleep_us(2000);
+        CHECK_EQ(atomic_load(&r.releases), 1);
+        CHECK_EQ(tk_loop_stop(t.loop), 0);
+        CHECK_EQ(pthread_join(thread, NULL), 0);
+        CHECK_EQ(atomic_load(&r.after_release), 0);
+        CHECK_EQ(tk_loop_destroy(t.loop), 0);
+        CHECK_EQ(atomic_load(&r.releases), 1);
+    }
+}
+
+static const test_case tests[] = {
+    {"fixed_rate_grid", test_fixed_rate_grid, 60},
+    {"no_drift_over_many_frames", test_no_drift_over_many_frames, 60},
+    {"long_callback_drops_frames", test_long_callback_drops_frames, 60},
+    {"callback_ending_on_the_grid", test_callback_ending_on_the_grid, 60},
+    {"late_loop_gets_latest_grid_point", test_late_loop_gets_latest_grid_point, 60},
+    {"pause_and_resume_keep_the_grid", test_pause_and_resume_keep_the_grid, 60},
+    {"pause_from_callback", test_pause_from_callback, 60},
+    {"destroy_from_callback", test_destroy_from_callback, 60},
+    {"rate_change_realigns", test_rate_change_realigns, 60},
+    {"range_adapts", test_range_adapts, 60},
+    {"preferred_rate_within_range", test_preferred_rate_within_range, 60},
+    {"modes", test_modes, 60},
+    {"created_paused", test_created_paused, 60},
+    {"loop_destroy_releases", test_loop_destroy_releases, 60},
+    {"bad_input", test_bad_input, 60},
+    {"real_clock_never_early", test_real_clock_never_early, 120},
+    {"changes_from_another_thread", test_changes_from_another_thread, 120},
+    {"destroy_races_frames", test_destroy_races_frames, 120},
+};
+
+int main(int argc, char **argv) {
+    return test_main(argc, argv, "test_frame_ticker", tests, sizeof tests / sizeof tests[0]);
+}

@@ -1,0 +1,193 @@
+import Testing
+@testable import TimerKit
+
+// FrameRateMonitor: exact readings from given frame times, the drop and
+// hitch formulas, restarts, bad settings; and the histogram's precision
+// against exact percentiles.
+
+private func instant(_ milliseconds: Int64) -> MonotonicClock.Instant {
+    MonotonicClock.Instant(offset: .milliseconds(milliseconds))
+}
+
+@Suite("FrameRateMonitor")
+struct FrameRateMonitorTests {
+    @Test("a steady stream reads its rate and frame time exactly")
+    func steady() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10))
+        var readings: [FrameRateMonitor.Reading] = []
+        for frame in 0...250 {
+            if let reading = monitor.record(instant(Int64(frame) * 10)) { readings.append(reading) }
+        }
+        #expect(readings.count == 2)  // at 1 s and 2 s; 2.5 s is not a window yet
+        for reading in readings {
+            #expect(reading.frames == 100)
+            #expect(reading.elapsed == .seconds(1))
+            #expect(reading.framesPerSecond == 100)
+            #expect(reading.frameTimeP50 == .milliseconds(10))
+            #expect(reading.frameTimeP99 == .milliseconds(10))
+            #expect(reading.droppedFrames == 0)
+            #expect(reading.hitchMillisecondsPerSecond == 0)
+            #expect(reading.grade == .good)
+        }
+        #expect(monitor.latest == readings.last)
+        #expect(readings[0].description == "100.0 fps, p99 10.0 ms, 0 dropped, hitch 0.0 ms/s (good)")
+        let summary = try #require(monitor.summary)
+        #expect(summary.frames == 250)
+        #expect(summary.elapsed == .milliseconds(2500))
+    }
+
+    @Test("a hitch: dropped frames, hitch time per second, grade and percentiles")
+    func hitch() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10))
+        // 10 ms frames with one of 40 ms: 96 × 10 + 40 = 1000 ms in 97 frames.
+        var times: [Int64] = [0]
+        for index in 1...97 { times.append(times.last! + (index == 50 ? 40 : 10)) }
+        var reading: FrameRateMonitor.Reading?
+        for time in times { reading = monitor.record(instant(time)) ?? reading }
+        let window = try #require(reading)
+        #expect(window.frames == 97)
+        #expect(window.framesPerSecond == 97)
+        #expect(window.droppedFrames == 3)  // round(40 / 10) - 1
+        #expect(window.hitchMillisecondsPerSecond == 30)
+        #expect(window.grade == .critical)
+        #expect(window.frameTimeP50 == .milliseconds(10))
+        #expect(window.frameTimeP95 == .milliseconds(10))
+        #expect(window.frameTimeP99 == .milliseconds(40))
+        #expect(window.frameTimeMax == .milliseconds(40))
+    }
+
+    @Test("grades follow the thresholds", arguments: [
+        (4.0, FrameRateMonitor.Grade.good), (5.0, .good), (5.5, .warning),
+        (10.0, .warning), (10.5, .critical),
+    ])
+    func grades(_ hitchPerSecond: Double, _ grade: FrameRateMonitor.Grade) {
+        #expect(FrameRateMonitor.Thresholds.standard.grade(hitchPerSecond) == grade)
+        #expect(FrameRateMonitor.Thresholds(warning: 50, critical: 100).grade(hitchPerSecond) == .good)
+    }
+
+    @Test("a window with a 7 ms hitch grades as a warning")
+    func warning() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10))
+        monitor.record(instant(0))
+        monitor.record(instant(17))
+        var time: Int64 = 17
+        var reading: FrameRateMonitor.Reading?
+        while reading == nil {
+            time += 10
+            reading = monitor.record(instant(time))
+        }
+        #expect(time == 1007)
+        #expect(reading!.hitchMillisecondsPerSecond == 7 / 1.007)
+        #expect(reading!.grade == .warning)
+        #expect(reading!.droppedFrames == 1)  // round(17 / 10) - 1
+    }
+
+    @Test("dropped frames are round(Δ ÷ interval) − 1", arguments: [
+        (Int64(10), UInt64(0)), (14, 0), (15, 1), (24, 1), (25, 2), (40, 3), (5, 0),
+    ])
+    func droppedFormula(_ delta: Int64, _ dropped: UInt64) throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .milliseconds(1))
+        monitor.record(instant(100))
+        let recorded = monitor.record(instant(100 + delta))
+        let reading = try #require(recorded)
+        #expect(reading.droppedFrames == dropped)
+        #expect(reading.hitchMillisecondsPerSecond == Double(max(0, delta - 10)) / (Double(delta) / 1000))
+    }
+
+    @Test("a ticker frame's own duration is the interval, so a rate change is not a drop")
+    func tickerDuration() throws {
+        let loop = try TimerLoop.manual()
+        let monitor = Locked(try FrameRateMonitor(framesPerSecond: 100, window: .milliseconds(50)))
+        let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 100)) { ticker, frame in
+            monitor.withLock { _ = $0.record(frame) }
+            if frame.index == 4 { try? ticker.setRate(FrameRateRange(fixed: 50)) }
+        }
+        try loop.advance(by: .milliseconds(300))
+        ticker.invalidate()
+        let summary = try #require(monitor.value.summary)
+        #expect(summary.droppedFrames == 0)
+        #expect(summary.hitchMillisecondsPerSecond == 0)
+        #expect(summary.frameTimeMax == .milliseconds(20))
+    }
+
+    @Test("going back in time, or restart(), starts a new window without a hitch")
+    func restarts() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .milliseconds(100))
+        for time in stride(from: Int64(0), through: 50, by: 10) { monitor.record(instant(time)) }
+        monitor.restart()
+        for time in stride(from: Int64(5000), through: 5100, by: 10) { monitor.record(instant(time)) }
+        #expect(monitor.latest?.frames == 10)
+        #expect(monitor.latest?.hitchMillisecondsPerSecond == 0)
+        monitor.record(instant(20))  // earlier than the last: a restart, not a frame
+        monitor.record(instant(30))
+        let summary = try #require(monitor.summary)
+        #expect(summary.frames == 5 + 10 + 1)
+        #expect(summary.elapsed == .milliseconds(160))
+        #expect(summary.droppedFrames == 0)
+    }
+
+    @Test("no reading before two frames")
+    func empty() throws {
+        var monitor = try FrameRateMonitor(framesPerSecond: 60)
+        #expect(monitor.summary == nil)
+        #expect(monitor.latest == nil)
+        #expect(monitor.record(instant(5)) == nil)
+        #expect(monitor.summary == nil)
+    }
+
+    @Test("bad settings are refused")
+    func badSettings() {
+        #expect(throws: TimerError.invalidMonitorSetting(.zero)) { try FrameRateMonitor(frameInterval: .zero) }
+        #expect(throws: TimerError.invalidMonitorSetting(.milliseconds(-1))) {
+            try FrameRateMonitor(frameInterval: .milliseconds(-1))
+        }
+        #expect(throws: TimerError.invalidMonitorSetting(.zero)) {
+            try FrameRateMonitor(frameInterval: .milliseconds(10), window: .zero)
+        }
+        #expect(throws: TimerError.invalidMonitorSetting(.nanoseconds(1) / 2)) {
+            try FrameRateMonitor(frameInterval: .nanoseconds(1) / 2)
+        }
+        for rate in [0, -60, Double.infinity] {
+            #expect(throws: TimerError.invalidFrameRate(FrameRateRange(fixed: rate))) {
+                try FrameRateMonitor(framesPerSecond: rate)
+            }
+        }
+        #expect(throws: TimerError.self) { try FrameRateMonitor(framesPerSecond: .nan) }
+    }
+
+    @Test("histogram buckets hold their values, and percentiles are within a bucket of exact")
+    func histogramPrecision() {
+        var generator = SeededGenerator(seed: testSeed())
+        for _ in 0..<20_000 {
+            let value = generator.within(0...(Int64(1) << 40))
+            let bucket = FrameTimeHistogram.bucket(of: value)
+            let low = FrameTimeHistogram.lowestValue(of: bucket)
+            #expect(low <= value)
+            if bucket + 1 < FrameTimeHistogram.bucketCount {
+                #expect(value < FrameTimeHistogram.lowestValue(of: bucket + 1))
+            }
+            #expect(value - low <= max(0, value / 128))
+        }
+        for _ in 0..<50 {
+            var histogram = FrameTimeHistogram()
+            let count = 1 + generator.below(3000)
+            var values: [Int64] = []
+            for _ in 0..<count {
+                // Frame-like times: around 16 ms with a tail.
+                let value = generator.chance(5)
+                    ? generator.within(20_000_000...200_000_000) : generator.within(15_000_000...18_000_000)
+                values.append(value)
+                histogram.record(value)
+            }
+            values.sort()
+            for p in [0.5, 0.95, 0.99, 1.0] {
+                let exact = values[max(0, Int((p * Double(count)).rounded(.up)) - 1)]
+                let reported = histogram.percentile(p)!
+                #expect(reported <= exact && exact - reported <= exact / 128,
+                        "p\(p): exact \(exact), reported \(reported)")
+            }
+            #expect(histogram.percentile(1.0) == values.last)
+            #expect(histogram.percentile(0) == values.first)
+        }
+    }
+}

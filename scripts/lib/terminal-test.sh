@@ -1,0 +1,106 @@
+# The harness of the terminal-program tests (scripts/test-demo.sh,
+# scripts/test-fps.sh): pass/fail bookkeeping, the Debian packages they
+# need, the timerkit binary, and a tmux window to drive a program in as a
+# person would: `send-keys` in, `capture-pane` out.
+#
+# It builds on scripts/lib/test-harness.sh (pass, fail, check, abort).
+# A script sets TEST_NAME (used in log lines and tmux socket names) and
+# TEST_PACKAGES (Debian packages it needs, e.g. "tmux faketime"), then
+# sources this file. Sourcing installs what is missing, builds timerkit
+# (unless TK_TIMERKIT names a binary), and sets TIMERKIT and WORK (a
+# scratch directory removed on exit).
+
+WORK=""
+SOCKETS=0
+SOCKET=""
+
+log() { echo "$TEST_NAME: $*"; }
+# shellcheck source=scripts/lib/test-harness.sh
+. scripts/lib/test-harness.sh
+
+cleanup() {
+    local n
+    for n in $(seq 1 "$SOCKETS"); do tmux -L "timerkit-$TEST_NAME-$$-$n" kill-server 2>/dev/null || true; done
+    if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- packages -----------------------------------------------------------------
+
+install_packages() {
+    local missing=() package
+    for package in $TEST_PACKAGES; do
+        package_installed "$package" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null 2>&1 || { log "not Debian: install ${missing[*]} by hand"; return 1; }
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { log "need root to install ${missing[*]}"; return 1; }
+        sudo=(sudo)
+    fi
+    log "installing ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}"
+}
+
+install_packages || abort "$TEST_PACKAGES installed"
+command -v tmux >/dev/null 2>&1 || abort "tmux found"
+log "$(tmux -V)"
+
+if [ -n "${TK_TIMERKIT:-}" ]; then
+    TIMERKIT=$TK_TIMERKIT
+else
+    log "swift build --product timerkit"
+    swift build --product timerkit >/dev/null || abort "timerkit builds"
+    TIMERKIT="$(swift build --show-bin-path)/timerkit"
+fi
+[ -x "$TIMERKIT" ] || abort "timerkit binary at $TIMERKIT"
+TIMERKIT=$(cd "$(dirname "$TIMERKIT")" && pwd)/$(basename "$TIMERKIT")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-$TEST_NAME.XXXXXX")
+
+# --- the terminal -----------------------------------------------------------------
+
+# start ARGUMENT...: runs the command in a fresh 120x30 tmux window named
+# `term`, on a tmux server of its own (the previous one is stopped); when it
+# exits, the window prints `program exited with N` and stays.
+start() {
+    local command
+    command=$(printf '%q ' "$@")
+    [ -z "$SOCKET" ] || tmux -L "$SOCKET" kill-server 2>/dev/null || true
+    SOCKETS=$((SOCKETS + 1))
+    SOCKET="timerkit-$TEST_NAME-$$-$SOCKETS"
+    tmux -L "$SOCKET" -f /dev/null new-session -d -s term -x 120 -y 30 \
+        "$command; echo \"program exited with \$?\"; sleep 3600"
+}
+
+screen() { tmux -L "$SOCKET" capture-pane -p -t term; }
+
+keys() { tmux -L "$SOCKET" send-keys -t term "$@"; }
+
+# wait_for REGEX [SECONDS]: polls the screen until a line matches (default
+# limit 30 s). Succeeds with the matching line in $LINE.
+LINE=""
+wait_for() {
+    local regex=$1 limit=${2:-30} waited=0
+    while [ "$waited" -lt $((limit * 10)) ]; do
+        LINE=$(screen | grep -E -m 1 -- "$regex" || true)
+        [ -n "$LINE" ] && return 0
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    log "timed out waiting for /$regex/; the screen:"
+    screen | sed 's/^/    | /'
+    return 1
+}
+
+# field REGEX: the first number captured by REGEX's group on the screen now.
+# (The sed delimiter is a control character, so REGEX may hold / and |.)
+field() {
+    local d=$'\001'
+    screen | sed -n -E "s${d}$1${d}\\1${d}p" | head -n 1
+}
+

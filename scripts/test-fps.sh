@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `timerkit fps` used as a person uses it, in a terminal (tmux), and as a
+# script uses it (--json).
+#
+#   scripts/test-fps.sh
+#
+# What it checks (no assertion about how fast the machine is):
+#   1. in a terminal, the line updates in place: one line, whose frame count
+#      grows, showing fps, p99 frame time, dropped frames and hitch time
+#      with a grade; at the end it says "done" and the program exits 0;
+#   2. --json prints one summary object with every field, at the rate given;
+#   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
+#      first drop at least one grid point, which the summary counts;
+#   4. spikes on 100 % of the frames are all counted;
+#   5. bad options are refused with status 64 and a message, never a crash.
+#
+# Environment:
+#   TK_TIMERKIT   path of a built timerkit binary (default: swift build)
+#
+# Prints `N passed, N failed` last; exits non-zero if anything failed.
+
+set -Eeuo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+TEST_NAME=test-fps
+TEST_PACKAGES="tmux python3"
+# shellcheck source=scripts/lib/terminal-test.sh
+. scripts/lib/terminal-test.sh
+
+# --- 1: in a terminal --------------------------------------------------------------
+
+LIVE='^fps ([0-9]+\.[0-9])  p99 [0-9]+\.[0-9] ms  dropped [0-9]+  hitch [0-9]+\.[0-9] ms/s \((good|warning|critical)\)$'
+start "$TIMERKIT" fps --rate 60 --seconds 4 --work-ms 2
+check "the line says it is measuring the first second" wait_for '^fps \.\.\.  measuring the first second at 60\.0 Hz$' 10
+if wait_for "$LIVE" 10; then
+    pass "the line shows fps, p99, drops and hitch time ($LINE)"
+    lines=$(screen | grep -c -E '^(fps|done)' || true)
+    check "it is one line, updated in place ($lines line)" test "$lines" -eq 1
+else
+    fail "the line shows fps, p99, drops and hitch time"
+fi
+if wait_for '^done: fps [0-9]+\.[0-9]  p99 [0-9]+\.[0-9] ms  dropped [0-9]+  hitch [0-9]+\.[0-9] ms/s \((good|warning|critical)\) over [0-9]+ frames$' 30; then
+    frames=$(field '^done: .* over ([0-9]+) frames$')
+    check "it ends with a summary of the run ($frames frames)" test "$frames" -gt 0
+else
+    fail "it ends with a summary of the run"
+fi
+check "it exits 0" wait_for '^program exited with 0$' 10
+
+# --- 2-4: --json ---------------------------------------------------------------------
+
+# json_check NAME ARGUMENTS -- PYTHON: runs `timerkit fps ARGUMENTS --json`
+# and evaluates the Python expression with the object as `s`.
+json_check() {
+    local name=$1 output
+    shift
+    local arguments=()
+    while [ "$1" != "--" ]; do arguments+=("$1"); shift; done
+    shift
+    if ! output=$("$TIMERKIT" fps "${arguments[@]}" --json); then
+        fail "$name (exit status)"
+        return
+    fi
+    if python3 -c '
+import json, sys
+s = json.loads(sys.argv[1])
+ok = eval(sys.argv[2])
+print("      ", {k: s[k] for k in ("frames", "fps", "dropped", "ticker_dropped", "frame_time_p99_ms", "grade") if k in s})
+sys.exit(0 if ok else 1)' "$output" "$1"; then
+        pass "$name"
+    else
+        echo "      output: $output"
+        fail "$name"
+    fi
+}
+
+FIELDS='set(s) >= {"rate", "seconds", "work_ms", "jank_percent", "spike_ms", "seed", "frames", "spikes", "ticker_dropped", "fps", "frame_time_p50_ms", "frame_time_p95_ms", "frame_time_p99_ms", "frame_time_max_ms", "dropped", "hitch_ms_per_s", "grade"}'
+json_check "--json prints one summary object with every field" --rate 60 --seconds 2 -- \
+    "$FIELDS and s['rate'] == 60 and s['frames'] > 0 and s['fps'] > 0 and s['grade'] in ('good', 'warning', 'critical') and s['frame_time_p50_ms'] <= s['frame_time_p99_ms'] <= s['frame_time_max_ms']"
+json_check "30 ms of work at 60 Hz drops a grid point at every frame, and the summary counts them" \
+    --rate 60 --seconds 2 --work-ms 30 -- \
+    "s['frames'] >= 2 and s['dropped'] >= s['frames'] - 1 and s['ticker_dropped'] >= s['frames'] - 1 and s['frame_time_p50_ms'] >= 33.3 and s['hitch_ms_per_s'] > 10 and s['grade'] == 'critical'"
+json_check "spikes on every frame are all counted" --rate 50 --seconds 1 --jank 100 --spike-ms 25 -- \
+    "s['spikes'] == s['frames'] and s['dropped'] >= s['frames'] - 1"
+
+# --- 5: bad options ------------------------------------------------------------------
+
+refused() {
+    local name=$1 output status=0
+    shift
+    output=$("$TIMERKIT" fps "$@" 2>&1) || status=$?
+    if [ "$status" -eq 64 ] && grep -q '^timerkit fps: ' <<<"$output" && grep -q '^usage: timerkit fps' <<<"$output"; then
+        pass "$name is refused (64): $(head -n 1 <<<"$output")"
+    else
+        fail "$name is refused with 64 and a message (status $status: $output)"
+    fi
+}
+refused "--rate 0" --rate 0
+refused "--rate 5000" --rate 5000
+refused "--rate nan" --rate nan
+refused "--seconds -1" --seconds -1
+refused "--work-ms with no value" --work-ms
+refused "--jank 101" --jank 101
+refused "--seed -3" --seed -3
+refused "an unknown option" --frames 3
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
