@@ -21,8 +21,8 @@
 ///   recorded since, divided by the time they took, make a ``Reading``, and
 ///   a new window begins at that frame.
 /// - **Frame time** is the time between two recorded frames. Its
-///   percentiles come from a fixed set of buckets made up front (see
-///   ``Reading/frameTimeP99``): recording a frame never allocates.
+///   percentiles come from a fixed set of buckets made up front, within
+///   0.8 % (see ``Reading/frameTimeP99``): recording a frame never allocates.
 /// - **Dropped frames** for a frame time Δ are round(Δ ÷ interval) − 1 (at
 ///   least 0), with the interval given, or the ticker frame's own duration.
 /// - **Hitch time** is how much longer than the interval each frame took,
@@ -81,10 +81,11 @@ public struct FrameRateMonitor: Sendable {
         public var frameTimeP50: Duration
         /// The 95th percentile frame time.
         public var frameTimeP95: Duration
-        /// The 99th percentile frame time: the lowest value of its bucket
-        /// (less than 0.8 % below the exact value), or, when it falls in the
-        /// bucket of the window's smallest or largest frame time, that time
-        /// exactly.
+        /// The 99th percentile frame time, within 0.8 % (a histogram
+        /// bucket): the lowest value of its bucket, or, in the bucket of the
+        /// window's smallest or largest frame time, that time; so a steady
+        /// frame time, or a steady one with hitches of one length, is
+        /// reported exactly.
         public var frameTimeP99: Duration
         /// The longest frame time.
         public var frameTimeMax: Duration

@@ -158,7 +158,7 @@ struct FrameRateMonitorTests {
     @Test("histogram buckets hold their values, and percentiles are within a bucket of exact")
     func histogramPrecision() {
         var generator = SeededGenerator(seed: testSeed())
-        for _ in 0..<20_000 {
+        for _ in 0..<5_000 {
             let value = generator.within(0...(Int64(1) << 40))
             let bucket = FrameTimeHistogram.bucket(of: value)
             let low = FrameTimeHistogram.lowestValue(of: bucket)
@@ -168,7 +168,7 @@ struct FrameRateMonitorTests {
             }
             #expect(value - low <= max(0, value / 128))
         }
-        for _ in 0..<50 {
+        for _ in 0..<20 {
             var histogram = FrameTimeHistogram()
             let count = 1 + generator.below(3000)
             var values: [Int64] = []
@@ -183,8 +183,10 @@ struct FrameRateMonitorTests {
             for p in [0.5, 0.95, 0.99, 1.0] {
                 let exact = values[max(0, Int((p * Double(count)).rounded(.up)) - 1)]
                 let reported = histogram.percentile(p)!
-                #expect(reported <= exact && exact - reported <= exact / 128,
-                        "p\(p): exact \(exact), reported \(reported)")
+                // Within a bucket: below it (a bucket's lowest value, or the
+                // smallest time), or above it only in the largest time's bucket.
+                #expect(abs(reported - exact) <= exact / 128, "p\(p): exact \(exact), reported \(reported)")
+                if reported > exact { #expect(reported == values.last) }
             }
             #expect(histogram.percentile(1.0) == values.last)
             #expect(histogram.percentile(0) == values.first)
