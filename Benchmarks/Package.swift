@@ -84,6 +84,7 @@ let package = Package(
         .target(
             name: "FrameBench",
             dependencies: [
+                "CBenchSupport",
                 "TimerBench",
                 .product(name: "TimerKit", package: "TimerKit"),
             ]

@@ -481,7 +481,8 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
  * Rates. A ticker runs at a preferred rate within a range. The grid's finest
  * period is 1 s / maximum; the rates the ticker can run at are maximum / k
  * for whole k, down to the minimum (120, 60, 40, 30 ... Hz for a maximum of
- * 120), so every rate's grid is part of the finest one. A ticker whose range
+ * 120), so every rate's grid is part of the finest one. It starts at the
+ * rung whose rate is nearest the preferred one. A ticker whose range
  * offers more than one rate adapts once per second of frames: it steps one
  * rate down when more than a tenth of the window's grid points were dropped,
  * and one rate up, never above the preferred rate, when none was dropped and
@@ -529,7 +530,10 @@ typedef struct tk_frame {
     uint64_t index;
     /** This frame's grid time (<= now_ns: never early). */
     int64_t timestamp_ns;
-    /** The next frame's grid time: timestamp_ns + duration_ns. */
+    /**
+     * The next frame's grid time: timestamp_ns + duration_ns (INT64_MAX if
+     * that is past the end of time). A rate change or a resume may move it.
+     */
     int64_t target_timestamp_ns;
     /** The period in force. */
     int64_t duration_ns;
@@ -564,7 +568,8 @@ typedef struct tk_frame_ticker_info {
     /**
      * 0, or the negative errno that stopped the ticker (the loop could not
      * take its next frame, e.g. -ENOMEM). A stopped ticker delivers no more
-     * frames; its calls return this error; destroy it.
+     * frames and its calls return this error; destroy it (or the loop, which
+     * frees it too).
      */
     int error;
 } tk_frame_ticker_info;

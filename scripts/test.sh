@@ -264,9 +264,12 @@ for source in "${CORE_TESTS[@]}" "${SNTP_TESTS[@]}"; do
     Tests/CTimerSNTPTests/*) module=("${SNTP[@]}") ;;
     *) module=("${CORE[@]}") ;;
     esac
+    # Extra link flags a test names in a `test link flags:` comment (e.g. to
+    # wrap an allocator function and make it fail on demand).
+    read -r -a extra <<<"$(sed -n -E 's|^/\* test link flags: (.*) \*/$|\1|p' "$source" | head -n 1)"
     echo "--- build $name"
     "$CLANG" "${COMMON_FLAGS[@]}" "${SANITIZE_FLAGS[@]}" "${CLANG_LINK[@]}" \
-        "${module[@]}" "$source" -lpthread -o "$binary" ||
+        "${module[@]}" "$source" -lpthread ${extra[@]+"${extra[@]}"} -o "$binary" ||
         fail "could not build $source"
     echo "--- run $name (TK_SEED=$TK_SEED)"
     run_logged "$log" timeout -k 10 "$TK_TEST_TIMEOUT" "$binary"
@@ -519,7 +522,7 @@ grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
 run_logged "$LOGS/frame-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/frame-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "frame-peers --quick exited with status $RUN_STATUS (log: $LOGS/frame-peers.log)"
-for peer in "TimerKit FrameTicker" "Task.sleep\(until:\) loop" "DispatchSourceTimer" "NIO scheduleRepeatedTask"; do
+for peer in "bare timerfd \(C floor\)" "TimerKit FrameTicker" "Task.sleep\(until:\) loop" "DispatchSourceTimer" "NIO scheduleRepeatedTask"; do
     [ "$(grep -cE "^\| $peer \| [0-9]+ of [0-9]+ \|" "$LOGS/frame-peers.log")" -eq 3 ] ||
         fail "frame-peers --quick printed no row at each rate for $peer (log: $LOGS/frame-peers.log)"
 done

@@ -31,8 +31,6 @@
 
 /* How much grid time the adaptation looks at before it decides. */
 #define WINDOW_NS INT64_C(1000000000)
-/* The longest ladder: rates down to maximum / 2^20. */
-#define MAX_STEPS (UINT32_C(1) << 20)
 /* The slowest rate a range may name, in frames per second. */
 #define TK__MIN_RATE 1e-6
 
@@ -42,9 +40,9 @@ typedef struct frame_grid {
     /* The rate: period = step * base, with step in [1, slowest_step]. */
     double maximum;
     int64_t base;
-    uint32_t step;
-    uint32_t preferred_step;
-    uint32_t slowest_step;
+    int64_t step;
+    int64_t preferred_step;
+    int64_t slowest_step;
     uint32_t changes; /* counts restarts of the grid */
 
     /* The grid: anchor + k * period. */
@@ -74,6 +72,10 @@ struct tk_frame_ticker {
     int error;
     uint8_t destroyed;
     uint8_t in_callback;
+    /* On the loop's stopped_tickers list (under the loop's lock) once an
+     * error made the loop let go of the timer. */
+    struct tk_frame_ticker *next_stopped;
+    struct tk_frame_ticker **prev_stopped;
 };
 
 /* ---- Rates and the grid --------------------------------------------------- */
@@ -96,39 +98,57 @@ static int set_ladder(frame_grid *grid, tk_frame_rate_range range) {
     if (!valid_rate(preferred) || preferred < range.minimum || preferred > range.maximum) {
         return -EINVAL;
     }
-    /* Rates maximum / k >= minimum; the slack absorbs rounding of equal rates. */
-    double slowest = range.maximum / range.minimum * (1 + 1e-12);
-    uint32_t slowest_step = slowest >= MAX_STEPS ? MAX_STEPS : (uint32_t)slowest;
+    /* Rates maximum / k >= minimum (k <= 1e15 by the bounds); the slack
+     * absorbs rounding of equal rates. */
+    int64_t slowest_step = (int64_t)(range.maximum / range.minimum * (1 + 1e-12));
     if (slowest_step < 1) slowest_step = 1;
-    uint64_t step = (uint64_t)(range.maximum / preferred + 0.5);
+    /* The rung nearest the preferred rate, by rate: k or k + 1 around
+     * maximum / preferred. */
+    int64_t below = (int64_t)(range.maximum / preferred);
+    if (below < 1) below = 1;
+    int64_t step = below;
+    if (below + 1 <= slowest_step) {
+        double slower = range.maximum / (double)(below + 1);
+        double faster = range.maximum / (double)below;
+        if (preferred - slower < faster - preferred) step = below + 1;
+    }
     grid->maximum = range.maximum;
     grid->base = (int64_t)(1e9 / range.maximum + 0.5);
     if (grid->base < 1) grid->base = 1;
     grid->slowest_step = slowest_step;
-    grid->preferred_step = step < 1 ? 1 : step > slowest_step ? slowest_step : (uint32_t)step;
+    grid->preferred_step = step > slowest_step ? slowest_step : step;
     grid->step = grid->preferred_step;
     return 0;
 }
 
 static int64_t period_of(const frame_grid *grid) {
     /* <= 1e9 / minimum rate = 1e15 (see set_ladder). */
-    return grid->base * (int64_t)grid->step;
+    return grid->base * grid->step;
 }
 
-/* The first grid point after `time`. */
+/*
+ * The grid arithmetic is done on unsigned differences: anchors and times may
+ * be negative (a manual loop may start there) and far apart, and every
+ * result that is returned lies between two int64_t values.
+ */
+
+/* The first grid point after `time`; INT64_MAX if it lies beyond. */
 static int64_t grid_after(const frame_grid *grid, int64_t time) {
-    int64_t period = period_of(grid);
     if (time < grid->anchor) return grid->anchor;
-    int64_t steps = (time - grid->anchor) / period + 1;
-    if (steps > (INT64_MAX - grid->anchor) / period) return INT64_MAX;
-    return grid->anchor + steps * period;
+    uint64_t period = (uint64_t)period_of(grid);
+    uint64_t since = (uint64_t)time - (uint64_t)grid->anchor;
+    uint64_t steps = since / period + 1;
+    uint64_t room = ((uint64_t)INT64_MAX - (uint64_t)grid->anchor) / period;
+    if (steps > room) return INT64_MAX;
+    return (int64_t)((uint64_t)grid->anchor + steps * period);
 }
 
 /* The latest grid point at or before `time` (the anchor, if none). */
 static int64_t grid_at_or_before(const frame_grid *grid, int64_t time) {
-    int64_t period = period_of(grid);
     if (time <= grid->anchor) return grid->anchor;
-    return grid->anchor + (time - grid->anchor) / period * period;
+    uint64_t period = (uint64_t)period_of(grid);
+    uint64_t since = (uint64_t)time - (uint64_t)grid->anchor;
+    return (int64_t)((uint64_t)grid->anchor + since / period * period);
 }
 
 /* Starts the grid at `anchor`, with its first frame the first point after
@@ -137,7 +157,7 @@ static void restart_grid(frame_grid *grid, int64_t anchor, int64_t now) {
     grid->changes++;
     grid->anchor = anchor;
     grid->next = grid_after(grid, now);
-    grid->last = grid->next - period_of(grid);
+    grid->last = tk__sub_sat(grid->next, period_of(grid));
     grid->window_start = grid->last;
     grid->window_frames = 0;
     grid->window_dropped = 0;
@@ -147,13 +167,13 @@ static void restart_grid(frame_grid *grid, int64_t anchor, int64_t now) {
 /* After a window of frames, steps the rate if the window asks for it. A new
  * rate starts its grid at `timestamp`, the frame just delivered. */
 static void adapt(frame_grid *grid, int64_t timestamp) {
-    if (timestamp - grid->window_start < WINDOW_NS) return;
+    if (tk__sub_sat(timestamp, grid->window_start) < WINDOW_NS) return;
     uint64_t points = (uint64_t)grid->window_frames + grid->window_dropped;
-    uint32_t step = grid->step;
+    int64_t step = grid->step;
     if ((uint64_t)grid->window_dropped * 10 > points && step < grid->slowest_step) {
         step++;
     } else if (grid->window_dropped == 0 && step > grid->preferred_step &&
-               grid->window_longest * 2 <= grid->base * (int64_t)(step - 1)) {
+               grid->window_longest <= grid->base * (step - 1) / 2) {
         step--;
     }
     grid->window_start = timestamp;
@@ -221,20 +241,29 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
         pthread_mutex_unlock(&ticker->lock);
         return;
     }
-    int64_t period = period_of(grid);
     int64_t timestamp = grid_at_or_before(grid, now);
-    uint64_t dropped = (uint64_t)((timestamp - grid->last) / period - 1);
+    uint64_t dropped = (uint64_t)((uint64_t)timestamp - (uint64_t)grid->last) /
+                           (uint64_t)period_of(grid) - 1;
+    /* The adaptation decides before the frame, on the frames before it, so
+     * that the frame's target is on the grid the next frame will use. */
+    grid->window_frames++;
+    grid->window_dropped += dropped > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)dropped;
+    if (grid->slowest_step > 1) adapt(grid, timestamp);
+    int64_t period = period_of(grid);
     tk_frame frame = {
         .index = ticker->frames,
         .timestamp_ns = timestamp,
-        .target_timestamp_ns = timestamp + period,
+        .target_timestamp_ns = tk__add_sat(timestamp, period),
         .duration_ns = period,
         .dropped_frames = dropped,
         .now_ns = now,
     };
     ticker->frames++;
     ticker->dropped += dropped;
-    grid->last = timestamp; /* a new rate set by the callback starts here */
+    /* What the callback sees of the grid: this frame done, the next one
+     * due at the target; a new rate set by the callback starts here. */
+    grid->last = timestamp;
+    grid->next = frame.target_timestamp_ns;
     ticker->in_callback = 1;
     uint32_t changes = grid->changes;
     tk_frame_fn fn = ticker->fn;
@@ -254,19 +283,16 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
      * this frame. */
     int64_t floor_time = after - 1 < timestamp ? timestamp : after - 1;
     if (grid->changes == changes) {
-        grid->window_frames++;
-        grid->window_dropped += dropped > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)dropped;
         if (after - now > grid->window_longest) grid->window_longest = after - now;
-        if (grid->slowest_step > 1) adapt(grid, timestamp);
         grid->next = grid_after(grid, floor_time);
     } else if (!grid->paused && grid->next <= after) {
         /* The callback restarted the grid (a resume or a new rate): its grid
          * stands, from the first point the callback did not cover. */
         grid->next = grid_after(grid, floor_time);
-        grid->last = grid->next - period_of(grid);
+        grid->last = tk__sub_sat(grid->next, period_of(grid));
     }
     int result = rearm(ticker, ticker->modes);
-    if (result < 0) ticker->error = result;
+    if (result < 0) ticker->error = result; /* the one-shot ends: see tk__frame_ticker_released */
     pthread_mutex_unlock(&ticker->lock);
 }
 
@@ -280,24 +306,33 @@ static void free_ticker(tk_frame_ticker *ticker, tk_release_fn release) {
     if (release != NULL) release(loop, context);
 }
 
-static tk_release_fn release_handler_of(tk_loop *loop) {
-    pthread_mutex_lock(&loop->lock);
-    tk_release_fn release = loop->release_fn;
-    pthread_mutex_unlock(&loop->lock);
-    return release;
-}
-
 void tk__frame_ticker_released(tk_loop *loop, tk_release_fn release, void *context,
                                int loop_destroyed) {
-    (void)loop;
     tk_frame_ticker *ticker = context;
     pthread_mutex_lock(&ticker->lock);
     ticker->timer = TK_TIMER_NONE;
     int done = ticker->destroyed || loop_destroyed;
+    if (!done) {
+        /* The loop could not re-arm the timer (ticker->error is set). The
+         * ticker stays the caller's to destroy; until then the loop keeps
+         * it on a list, to free it if the loop goes first. */
+        pthread_mutex_lock(&loop->lock);
+        ticker->next_stopped = loop->stopped_tickers;
+        if (ticker->next_stopped != NULL) ticker->next_stopped->prev_stopped = &ticker->next_stopped;
+        ticker->prev_stopped = &loop->stopped_tickers;
+        loop->stopped_tickers = ticker;
+        pthread_mutex_unlock(&loop->lock);
+    }
     pthread_mutex_unlock(&ticker->lock);
-    /* Not destroyed: the loop could not re-arm the timer (ticker->error is
-     * set), and tk_frame_ticker_destroy frees the ticker. */
     if (done) free_ticker(ticker, release);
+}
+
+void tk__frame_tickers_free_stopped(tk_loop *loop, tk_release_fn release) {
+    while (loop->stopped_tickers != NULL) {
+        tk_frame_ticker *ticker = loop->stopped_tickers;
+        loop->stopped_tickers = ticker->next_stopped;
+        free_ticker(ticker, release);
+    }
 }
 
 /* ---- Public calls --------------------------------------------------------------- */
@@ -345,8 +380,14 @@ int tk_frame_ticker_destroy(tk_frame_ticker *ticker) {
     tk_timer_id timer = ticker->timer;
     pthread_mutex_unlock(&ticker->lock);
     if (timer == TK_TIMER_NONE) {
-        /* Stopped by an error: the loop let go of its timer already. */
-        free_ticker(ticker, release_handler_of(loop));
+        /* Stopped by an error: the loop let go of its timer already and
+         * keeps the ticker on its list of stopped ones. */
+        pthread_mutex_lock(&loop->lock);
+        *ticker->prev_stopped = ticker->next_stopped;
+        if (ticker->next_stopped != NULL) ticker->next_stopped->prev_stopped = ticker->prev_stopped;
+        tk_release_fn release = loop->release_fn;
+        pthread_mutex_unlock(&loop->lock);
+        free_ticker(ticker, release);
         return 0;
     }
     /* The loop releases the ticker (tk__frame_ticker_released) now, or, from

@@ -22,4 +22,10 @@ TK__INTERNAL void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64
 TK__INTERNAL void tk__frame_ticker_released(tk_loop *loop, tk_release_fn release, void *context,
                                             int loop_destroyed);
 
+/*
+ * Frees the tickers of a loop being destroyed that an error had stopped
+ * (their timer already gone), handing each context to `release`. No lock.
+ */
+TK__INTERNAL void tk__frame_tickers_free_stopped(tk_loop *loop, tk_release_fn release);
+
 #endif /* TK_FRAME_TICKER_H */

@@ -98,6 +98,11 @@ struct tk_loop {
     int64_t manual_now[TK_CLOCK_COUNT];
     int wall_step_pending;
 
+    /* Frame tickers whose timer the loop let go of after an error: still
+     * the caller's to destroy, and freed with the loop otherwise (see
+     * frame_ticker.c). */
+    struct tk_frame_ticker *stopped_tickers;
+
     tk_clock_change_fn clock_change_fn;
     void *clock_change_context;
     tk_release_fn release_fn;

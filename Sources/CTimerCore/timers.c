@@ -258,6 +258,7 @@ void tk__timers_free(tk_loop *loop) {
             loop->release_fn(loop, timer->context);
         }
     }
+    tk__frame_tickers_free_stopped(loop, loop->release_fn);
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
     tk__heap_free(&loop->parked);
     free(loop->timers);

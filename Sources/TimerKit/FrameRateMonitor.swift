@@ -185,7 +185,8 @@ public struct FrameRateMonitor: Sendable {
         window: Duration = .seconds(1),
         thresholds: Thresholds = .standard
     ) throws(TimerError) {
-        guard framesPerSecond.isFinite, framesPerSecond > 0, framesPerSecond <= 1e9 else {
+        // The frame ticker's bounds: a period from 1 ns to 11.6 days.
+        guard framesPerSecond >= 1e-6, framesPerSecond <= 1e9 else {
             throw .invalidFrameRate(FrameRateRange(fixed: framesPerSecond))
         }
         try self.init(
@@ -227,9 +228,11 @@ public struct FrameRateMonitor: Sendable {
             return nil
         }
         self.previous = now
-        let frameTime = now - previous
+        // Saturating: instants may be far apart (or negative).
+        let (difference, overflow) = now.subtractingReportingOverflow(previous)
+        let frameTime = overflow ? Int64.max : difference
         let (quotient, remainder) = frameTime.quotientAndRemainder(dividingBy: interval)
-        let rounded = quotient + (remainder * 2 >= interval ? 1 : 0)
+        let rounded = quotient + (remainder >= interval - remainder ? 1 : 0)
         let dropped = UInt64(max(0, rounded - 1))
         let hitch = max(0, frameTime - interval)
         current.add(frameTime, dropped, hitch)
@@ -254,8 +257,8 @@ extension FrameRateMonitor.Tally {
     mutating func add(_ frameTime: Int64, _ dropped: UInt64, _ hitch: Int64) {
         frames += 1
         time = time.addingReportingOverflow(frameTime).overflow ? .max : time + frameTime
-        self.dropped += dropped
-        self.hitch += hitch
+        self.dropped = self.dropped.addingReportingOverflow(dropped).overflow ? .max : self.dropped + dropped
+        self.hitch = self.hitch.addingReportingOverflow(hitch).overflow ? .max : self.hitch + hitch
         histogram.record(frameTime)
     }
 

@@ -115,25 +115,29 @@ public final class FrameTicker: @unchecked Sendable {
         // The loop's reference, handed to its release handler when the C
         // ticker is freed (after tk_frame_ticker_destroy, or with the loop).
         let context = Unmanaged.passRetained(self)
-        var handle: OpaquePointer?
-        let result = tk_frame_ticker_create(
-            loop.handle, &spec,
-            { _, _, frame, context in
-                Unmanaged<FrameTicker>.fromOpaque(context!).takeUnretainedValue()
-                    .deliver(frame!.pointee)
-            },
-            context.toOpaque(), &handle)
+        // Created under the lock, so that a first frame that comes before
+        // this returns (and calls invalidate(), say) finds the handle.
+        let result = ticker.withLock { handle in
+            tk_frame_ticker_create(
+                loop.handle, &spec,
+                { _, _, frame, context in
+                    Unmanaged<FrameTicker>.fromOpaque(context!).takeUnretainedValue()
+                        .deliver(frame!.pointee)
+                },
+                context.toOpaque(), &handle)
+        }
         if result < 0 {
             context.release()
             if result == -EINVAL { throw .invalidFrameRate(rate) }
             _ = try TimerError.check(result, "tk_frame_ticker_create")
         }
-        ticker.withLock { $0 = handle }
     }
 
     /// Creates a ticker whose action gets `target`, held weakly: the ticker
     /// never keeps its target alive, and invalidates itself at the first
-    /// frame after the target is gone. See ``init(on:rate:in:paused:_:)``.
+    /// frame after the target is gone (a paused ticker has no frame, so
+    /// invalidate it, or resume it, when its target goes). See
+    /// ``init(on:rate:in:paused:_:)``.
     ///
     /// ```swift
     /// final class Renderer: Sendable {

@@ -6,8 +6,8 @@
 /// 1/128 (0.8 %) of its values. A percentile is reported as its bucket's
 /// lowest value, except in the buckets of the smallest and the largest time
 /// recorded, which report those times: a run of equal frame times, or of a
-/// steady time and one hitch, reports them exactly. Times from 2^40 ns
-/// (18 minutes) up share the last bucket.
+/// steady time and one hitch, reports them exactly. Times from 255 × 2^33 ns
+/// (36 minutes) up share the last bucket.
 struct FrameTimeHistogram: Sendable {
     private static let exactBelow: Int64 = 256
     private static let subBuckets = 128
@@ -59,9 +59,12 @@ struct FrameTimeHistogram: Sendable {
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
             seen += UInt64(bucketCount)
             guard seen >= rank else { continue }
-            // The extremes are known exactly.
-            if index == Self.bucket(of: largest) { return largest }
-            if index == Self.bucket(of: smallest) { return smallest }
+            // The extremes are known exactly: the smallest time is the first
+            // in its bucket, the largest the last in its own.
+            let first = seen - UInt64(bucketCount) + 1
+            let holdsLargest = index == Self.bucket(of: largest)
+            if index == Self.bucket(of: smallest) && (rank == first || !holdsLargest) { return smallest }
+            if holdsLargest { return largest }
             return Self.lowestValue(of: index)
         }
         return largest

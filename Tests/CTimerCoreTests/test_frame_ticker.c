@@ -4,7 +4,11 @@
  * and "fired" on the real clock, and bad input.
  *
  * Usage: test_frame_ticker [seed] [--only=NAME]     (or env TK_SEED)
+ *
+ * Linked with posix_memalign wrapped (the flags below, which scripts/test.sh
+ * reads), so that a test can make the deadline heap's growth fail.
  */
+/* test link flags: -Wl,--wrap=posix_memalign */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -24,6 +28,16 @@
 
 #include "test_harness.h"
 
+/* While set, the core's aligned allocations (the deadline heap's growth) fail. */
+static atomic_int g_fail_aligned_allocations;
+
+int __real_posix_memalign(void **memory, size_t alignment, size_t size);
+int __wrap_posix_memalign(void **memory, size_t alignment, size_t size);
+int __wrap_posix_memalign(void **memory, size_t alignment, size_t size) {
+    if (atomic_load(&g_fail_aligned_allocations)) return ENOMEM;
+    return __real_posix_memalign(memory, alignment, size);
+}
+
 #define MS INT64_C(1000000)
 #define START (INT64_C(1000) * MS)
 #define MAX_FRAMES 4096
@@ -31,14 +45,18 @@
 /* What a ticker's callback saw, and what it should do at given frames. */
 typedef struct recorder {
     tk_frame frames[MAX_FRAMES];
-    int count;
-    int early;         /* frames whose callback came before their timestamp */
+    atomic_int count; /* frames[0..count) are written by the loop's thread */
+    int early;         /* frames called early (see on_frame) */
+    int seen;          /* frames called, also past MAX_FRAMES */
+    int64_t last_target;
+    int rate_changes;  /* set by tests that change the rate: targets move */
     int64_t work;      /* manual loops: time each callback takes */
     int work_at;       /* ... only at this frame index (-1: every frame) */
     int pause_at;      /* pause the ticker from its callback at this index */
     int destroy_at;    /* destroy it from its callback at this index */
     double rate_at_hz; /* with rate_at: a new fixed rate set from the callback */
     int rate_at;
+    int fillers;       /* timers scheduled by fill_heap */
     atomic_int releases;
     atomic_int after_release; /* callbacks after the release: must stay 0 */
 } recorder;
@@ -60,8 +78,17 @@ static void on_frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *fra
     recorder *r = context;
     if (atomic_load(&r->releases) > 0) atomic_fetch_add(&r->after_release, 1);
     if (frame->now_ns < frame->timestamp_ns) r->early++;
-    int index = r->count;
-    if (index < MAX_FRAMES) r->frames[r->count++] = *frame;
+    int index = atomic_load(&r->count);
+    /* Early: called before this frame's grid time, or (unless the rate
+     * changed meanwhile) before the target the previous frame announced. */
+    if (frame->now_ns < frame->timestamp_ns) r->early++;
+    if (r->seen > 0 && !r->rate_changes && frame->now_ns < r->last_target) r->early++;
+    r->last_target = frame->target_timestamp_ns;
+    r->seen++;
+    if (index < MAX_FRAMES) {
+        r->frames[index] = *frame;
+        atomic_store(&r->count, index + 1);
+    }
     if (r->work > 0 && (r->work_at < 0 || r->work_at == index)) {
         int64_t now;
         tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now);
@@ -70,6 +97,13 @@ static void on_frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *fra
     if (index == r->pause_at) CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
     if (index == r->rate_at) CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(r->rate_at_hz)), 0);
     if (index == r->destroy_at) CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+}
+
+static void noop_timer(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)loop;
+    (void)timer;
+    (void)missed;
+    (void)context;
 }
 
 static void on_release(tk_loop *loop, void *context) {
@@ -265,6 +299,7 @@ static void test_destroy_from_callback(void) {
 static void test_rate_change_realigns(void) {
     static recorder r;
     recorder_init(&r);
+    r.rate_changes = 1;
     r.rate_at = 3; /* at the frame at 60 ms: back to 100 Hz, from there */
     r.rate_at_hz = 100;
     tk_loop *loop = manual_loop();
@@ -341,6 +376,7 @@ static void test_preferred_rate_within_range(void) {
     static recorder r;
     recorder_init(&r);
     tk_loop *loop = manual_loop();
+    r.rate_changes = 1;
     tk_frame_rate_range range = {20, 120, 45}; /* 120 / 3 = 40 is the nearest rung */
     tk_frame_ticker *ticker = start(loop, range, &r);
     tk_frame_ticker_info info = info_of(ticker);
@@ -502,6 +538,7 @@ static void sleep_us(long us) {
 static void test_changes_from_another_thread(void) {
     static recorder r;
     recorder_init(&r);
+    r.rate_changes = 1;
     threaded t = {.r = &r};
     CHECK_EQ(tk_loop_create(&t.loop), 0);
     CHECK_EQ(tk_loop_set_release_handler(t.loop, on_release), 0);
@@ -546,13 +583,161 @@ static void test_destroy_races_frames(void) {
         sleep_us((long)rng_below(&g_rng, 3000));
         CHECK_EQ(tk_frame_ticker_destroy(t.ticker), 0);
         sleep_us(2000);
-        CHECK_EQ(atomic_load(&r.releases), 1);
         CHECK_EQ(tk_loop_stop(t.loop), 0);
         CHECK_EQ(pthread_join(thread, NULL), 0);
+        /* Released by now: at once, or when a callback in flight returned. */
+        CHECK_EQ(atomic_load(&r.releases), 1);
         CHECK_EQ(atomic_load(&r.after_release), 0);
         CHECK_EQ(tk_loop_destroy(t.loop), 0);
         CHECK_EQ(atomic_load(&r.releases), 1);
     }
+}
+
+static void test_negative_and_huge_times(void) {
+    static recorder r;
+    recorder_init(&r);
+    /* A manual loop that starts before zero. */
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, -1000 * MS), 0);
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 1000 * MS), 100);
+    CHECK_EQ(r.frames[0].timestamp_ns, -990 * MS);
+    CHECK_EQ(r.frames[99].timestamp_ns, 0);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+
+    /* Near the end of time: the next grid point would pass INT64_MAX, so
+     * it never comes, and targets saturate instead of wrapping. */
+    static recorder late;
+    recorder_init(&late);
+    int64_t start_ns = INT64_MAX - 1500 * MS;
+    CHECK_EQ(tk_loop_create_manual(&loop, start_ns), 0);
+    ticker = start(loop, fixed(1), &late);
+    CHECK_EQ(tk_loop_advance(loop, 0, 1400 * MS), 1);
+    CHECK_EQ(late.frames[0].timestamp_ns, start_ns + 1000 * MS);
+    CHECK_EQ(late.frames[0].target_timestamp_ns, INT64_MAX);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, INT64_MAX);
+    CHECK_EQ(tk_loop_advance(loop, 0, 99 * MS), 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void test_ladders(void) {
+    static recorder r;
+    recorder_init(&r);
+    tk_loop *loop = manual_loop();
+    struct {
+        tk_frame_rate_range range;
+        double rate;
+    } cases[] = {
+        {{1e-6, 1e9, 1}, 1},       /* a billion rungs: the preferred one is there */
+        {{1, 120, 88}, 60},        /* 60 is nearer 88 than 120 is */
+        {{1, 120, 100}, 120},      /* 120 is nearer 100 than 60 is */
+        {{30, 120, 35}, 40},       /* 40 (k = 3) rather than 30 (k = 4) */
+        {{59.94, 59.94, 0}, 59.94},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_frame_ticker_spec spec = {.rate = cases[i].range};
+        tk_frame_ticker *ticker = NULL;
+        CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+        tk_frame_ticker_info info = info_of(ticker);
+        double off = info.rate - cases[i].rate;
+        if (!((off < 0 ? -off : off) < 1e-9 * cases[i].rate)) {
+            PROPERTY_FAIL("case %zu: rate %.9g, expected %.9g", i, info.rate, cases[i].rate);
+        } else {
+            CHECK(1);
+        }
+        CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    }
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* Fills the monotonic heap to its capacity with far-away timers while the
+ * heap cannot grow, so that re-arming the ticker after this frame fails. */
+static void fill_heap(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
+    recorder *r = context;
+    on_frame(loop, ticker, frame, context);
+    if (frame->index != 1) return;
+    atomic_store(&g_fail_aligned_allocations, 1);
+    tk_timer_spec far = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 3600 * 1000 * MS,
+                         .modes = TK_MODES(TK_MODE_DEFAULT)};
+    tk_timer_id id;
+    int result;
+    /* Their contexts go to the loop's release handler too: a recorder of their own. */
+    static recorder sink;
+    while ((result = tk_loop_schedule(loop, &far, noop_timer, &sink, &id)) == 0) r->fillers++;
+    CHECK_EQ(result, -ENOMEM);
+}
+
+static void test_error_stops_the_ticker(void) {
+    for (int destroy_loop_first = 0; destroy_loop_first < 2; destroy_loop_first++) {
+        static recorder r;
+        recorder_init(&r);
+        tk_loop *loop = manual_loop();
+        tk_frame_ticker_spec spec = {.rate = fixed(100)};
+        tk_frame_ticker *ticker = NULL;
+        CHECK_EQ(tk_frame_ticker_create(loop, &spec, fill_heap, &r, &ticker), 0);
+        CHECK_EQ(tk_loop_advance(loop, 0, 25 * MS), 2);
+        atomic_store(&g_fail_aligned_allocations, 0);
+        CHECK(r.fillers > 0);
+        tk_frame_ticker_info info = info_of(ticker);
+        CHECK_EQ(info.error, -ENOMEM);
+        CHECK_EQ(info.next_timestamp_ns, INT64_MAX);
+        CHECK_EQ(info.frames, 2);
+        /* Stopped: no frame, and every change reports the error. */
+        CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 0);
+        CHECK_EQ(r.count, 2);
+        CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), -ENOMEM);
+        CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), -ENOMEM);
+        CHECK_EQ(tk_frame_ticker_set_modes(ticker, 0), -ENOMEM);
+        CHECK_EQ(atomic_load(&r.releases), 0);
+        if (destroy_loop_first) {
+            /* The loop frees the stopped ticker and hands back its context. */
+            CHECK_EQ(tk_loop_destroy(loop), 0);
+            CHECK_EQ(atomic_load(&r.releases), 1);
+        } else {
+            CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+            CHECK_EQ(atomic_load(&r.releases), 1);
+            CHECK_EQ(tk_loop_destroy(loop), 0);
+            CHECK_EQ(atomic_load(&r.releases), 1);
+        }
+    }
+}
+
+/* Holds its callback until the test opens the gate. */
+static atomic_int g_gate, g_in_callback;
+static void wait_at_gate(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
+    on_frame(loop, ticker, frame, context);
+    atomic_store(&g_in_callback, 1);
+    while (!atomic_load(&g_gate)) sleep_us(100);
+}
+
+static void test_destroy_while_a_callback_runs(void) {
+    static recorder r;
+    recorder_init(&r);
+    atomic_store(&g_gate, 0);
+    atomic_store(&g_in_callback, 0);
+    threaded t = {.r = &r};
+    CHECK_EQ(tk_loop_create(&t.loop), 0);
+    CHECK_EQ(tk_loop_set_release_handler(t.loop, on_release), 0);
+    tk_frame_ticker_spec spec = {.rate = fixed(1000)};
+    CHECK_EQ(tk_frame_ticker_create(t.loop, &spec, wait_at_gate, &r, &t.ticker), 0);
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, run_loop, &t), 0);
+    while (!atomic_load(&g_in_callback)) sleep_us(100);
+    /* The callback is running on the loop's thread: destroy returns at
+     * once, and the ticker is released only when that callback returns. */
+    CHECK_EQ(tk_frame_ticker_destroy(t.ticker), 0);
+    CHECK_EQ(atomic_load(&r.releases), 0);
+    atomic_store(&g_gate, 1);
+    sleep_us(20000);
+    CHECK_EQ(tk_loop_stop(t.loop), 0);
+    CHECK_EQ(pthread_join(thread, NULL), 0);
+    CHECK_EQ(atomic_load(&r.releases), 1);
+    CHECK_EQ(r.count, 1);
+    CHECK_EQ(atomic_load(&r.after_release), 0);
+    CHECK_EQ(tk_loop_destroy(t.loop), 0);
 }
 
 static const test_case tests[] = {
@@ -574,6 +759,10 @@ static const test_case tests[] = {
     {"real_clock_never_early", test_real_clock_never_early, 120},
     {"changes_from_another_thread", test_changes_from_another_thread, 120},
     {"destroy_races_frames", test_destroy_races_frames, 120},
+    {"negative_and_huge_times", test_negative_and_huge_times, 60},
+    {"ladders", test_ladders, 60},
+    {"error_stops_the_ticker", test_error_stops_the_ticker, 60},
+    {"destroy_while_a_callback_runs", test_destroy_while_a_callback_runs, 60},
 };
 
 int main(int argc, char **argv) {

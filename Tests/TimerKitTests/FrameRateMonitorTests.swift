@@ -126,6 +126,26 @@ struct FrameRateMonitorTests {
         #expect(summary.droppedFrames == 0)
     }
 
+    @Test("extreme instants and intervals never trap")
+    func extremes() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .nanoseconds(Int64.max / 2 + 1), window: .nanoseconds(1))
+        for offset in [Int64.min / 2, -1, 0, Int64.max / 2, Int64.max / 2, Int64.max / 4 * 3] {
+            monitor.record(MonotonicClock.Instant(offset: .nanoseconds(offset)))
+        }
+        var wide = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .seconds(1))
+        wide.record(MonotonicClock.Instant(offset: .nanoseconds(Int64.min / 2)))
+        let reading = wide.record(MonotonicClock.Instant(offset: .nanoseconds(Int64.max / 2)))
+        #expect(reading?.frames == 1)
+        #expect(reading?.elapsed == .nanoseconds(Int64.max))  // saturated
+        for _ in 0..<3 {
+            wide.record(MonotonicClock.Instant(offset: .nanoseconds(Int64.min / 2)))  // a restart
+            wide.record(MonotonicClock.Instant(offset: .nanoseconds(Int64.max / 2)))
+        }
+        #expect(wide.summary?.elapsed == .nanoseconds(Int64.max))
+        #expect(throws: TimerError.self) { try FrameRateMonitor(framesPerSecond: 1e-7) }
+        #expect(try FrameRateMonitor(framesPerSecond: 1e-6).frameInterval == .seconds(1_000_000))
+    }
+
     @Test("no reading before two frames")
     func empty() throws {
         var monitor = try FrameRateMonitor(framesPerSecond: 60)

@@ -1,3 +1,4 @@
+import CBenchSupport
 import Dispatch
 import Synchronization
 import TimerBench
@@ -91,4 +92,26 @@ public func sleepFor(seconds: Double) {
     var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
     var remaining = timespec()
     while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+}
+
+/// The floor: one repeating timerfd on CLOCK_MONOTONIC, armed with an
+/// absolute first deadline, and one epoll_wait on it, in C, on the calling
+/// thread (CBenchSupport's `tkb_floor_run`). No timer library can do better
+/// on this machine; the other rows are read against it.
+public struct BareTimerfdPeer: FramePeer {
+    public let name = "bare timerfd (C floor)"
+
+    public init() {}
+
+    public func run(rate: Double, seconds: Double) throws -> FrameRecording {
+        let period = framePeriod(rate)
+        let fires = Int32(max(1, (seconds * rate).rounded(.down)))
+        var times = [Int64](repeating: 0, count: Int(fires))
+        var expirations = [UInt64](repeating: 0, count: Int(fires))
+        let first = monotonicNanoseconds() + period
+        let limit = first + Int64(seconds * 1e9) + 1_000_000_000
+        let count = tkb_floor_run(first, period, fires, limit, &times, &expirations)
+        guard count > 0 else { throw SideFailure("tkb_floor_run returned \(count)") }
+        return FrameRecording(origin: first - period, period: period, callbacks: Array(times[0..<Int(count)]))
+    }
 }

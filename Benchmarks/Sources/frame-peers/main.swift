@@ -1,10 +1,11 @@
 // frame-peers: frame pacing side by side in one run: TimerKit's
 // FrameTicker, a Task.sleep(until:) loop, a DispatchSourceTimer and NIO's
-// scheduleRepeatedTask, at 60, 120 and 240 Hz.
+// scheduleRepeatedTask, at 60, 120 and 240 Hz, with a bare timerfd in C as
+// the floor.
 //
 //   swift run -c release frame-peers [--quick] [--json]
 //
-// The default is the README's run: 10 s per peer and rate (2 minutes).
+// The default is the README's run: 10 s per peer and rate (2.5 minutes).
 // --quick is a smoke run (1 s each). Before the pacing runs, the allocations
 // per frame of a FrameTicker feeding a FrameRateMonitor are counted with
 // ordo-one's malloc interposer, on a manual loop.
@@ -35,7 +36,7 @@ while let argument = arguments.popFirst() {
 let counter = MallocCounter.interposed()
 let machine = Machine.describe()
 let load = Machine.loadAverage()
-let peers: [any FramePeer] = [FrameTickerPeer(), TaskSleepPeer(), DispatchPeer(), NIOFramePeer()]
+let peers: [any FramePeer] = [BareTimerfdPeer(), FrameTickerPeer(), TaskSleepPeer(), DispatchPeer(), NIOFramePeer()]
 progress("frame-peers: allocations per frame (a manual loop, 100,000 frames)")
 let allocations: FrameAllocations
 do {

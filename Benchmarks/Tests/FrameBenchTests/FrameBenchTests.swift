@@ -51,9 +51,9 @@ struct FrameBenchTests {
     }
 
     @Test("each peer without a package fires, in order, never before its first grid point",
-          arguments: [0, 1, 2])
+          arguments: [0, 1, 2, 3])
     func peersFire(_ index: Int) throws {
-        let peer: any FramePeer = [FrameTickerPeer(), TaskSleepPeer(), DispatchPeer()][index]
+        let peer: any FramePeer = [FrameTickerPeer(), TaskSleepPeer(), DispatchPeer(), BareTimerfdPeer()][index]
         let recording = try peer.run(rate: 100, seconds: 0.3)
         #expect(!recording.callbacks.isEmpty)
         #expect(recording.callbacks == recording.callbacks.sorted())
