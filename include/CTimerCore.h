@@ -49,7 +49,9 @@ typedef enum tk_clock {
  * A timer handle: a slot number with a generation. 0 is never a valid handle.
  * A handle outlives its timer harmlessly: once the timer is cancelled or a
  * one-shot timer has fired, every call with the old handle returns -ENOENT,
- * even after the slot is reused by another timer.
+ * even after the slot is reused by another timer. A handle belongs to the
+ * loop that gave it: given to another loop, it names nothing there (-ENOENT),
+ * whatever that loop holds.
  */
 typedef uint64_t tk_timer_id;
 
@@ -98,7 +100,8 @@ typedef struct tk_loop tk_loop;
  *
  * `missed` is 0 for a timer that fired on time. For a repeating timer that
  * fired so late that whole periods passed, it is the number of fires skipped
- * (the timer fires once, not once per missed period). A one-shot timer is no
+ * (the timer fires once, not once per missed period), judged when the
+ * callback is called: a slow callback before it in the same pass counts. A one-shot timer is no
  * longer scheduled when its callback runs, unless the callback reschedules it.
  */
 typedef void (*tk_timer_fn)(tk_loop *loop, tk_timer_id timer, uint64_t missed,

@@ -59,6 +59,7 @@ static int loop_alloc(tk_loop **out, int manual, int64_t start_ns) {
     tk_loop *loop = calloc(1, sizeof *loop);
     if (loop == NULL) return -ENOMEM;
     loop->manual = manual;
+    loop->handle_key = tk__next_handle_key();
     loop->epoll_fd = -1;
     loop->wake_fd = -1;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
@@ -499,27 +500,32 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
     if (loop == NULL || fn == NULL || fd < 0) return -EINVAL;
     if (events == 0 || (events & ~(TK_IO_READABLE | TK_IO_WRITABLE))) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    int result = grow_watches(loop, fd);
+    int result = 0;
+    int watched = fd < loop->watch_capacity && loop->watches[fd].generation != 0;
+    uint32_t generation;
+    if (watched) {
+        generation = loop->watches[fd].generation;
+    } else {
+        /* A fresh generation per watch, so events queued for an earlier
+         * watch of the same fd are not delivered to this one. */
+        generation = ++loop->watch_generation & 0x7fffffffu;
+        if (generation == 0) generation = loop->watch_generation = 1;
+    }
+    struct epoll_event event = {.events = events,
+                                .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
+    /* The kernel checks the descriptor before the table grows for it: a bad
+     * or unwatchable fd costs no memory, however large its number. */
+    if (epoll_ctl(loop->epoll_fd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
+        result = -errno;
+    } else if (!watched && (result = grow_watches(loop, fd)) < 0) {
+        (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+    }
     if (result == 0) {
         tk__watch *watch = &loop->watches[fd];
-        int watched = watch->generation != 0;
-        uint32_t generation = watched ? watch->generation : 1;
-        if (!watched) {
-            /* A fresh generation per watch, so events queued for an earlier
-             * watch of the same fd are not delivered to this one. */
-            generation = ++loop->watch_generation & 0x7fffffffu;
-            if (generation == 0) generation = loop->watch_generation = 1;
-        }
-        struct epoll_event event = {.events = events,
-                                    .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
-        if (epoll_ctl(loop->epoll_fd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
-            result = -errno;
-        } else {
-            watch->fn = fn;
-            watch->context = context;
-            watch->events = events;
-            watch->generation = generation;
-        }
+        watch->fn = fn;
+        watch->context = context;
+        watch->events = events;
+        watch->generation = generation;
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

@@ -68,6 +68,9 @@ struct tk_loop {
     uint32_t free_slot;
     uint32_t next_seq;
     uint32_t pass; /* counts passes; a timer placed during the current pass waits */
+    /* Mixed into the generation half of every handle the loop gives out, so
+     * that a handle from another loop names no timer here (see make_id). */
+    uint32_t handle_key;
 
     /* Pending timers: per clock a heap; due ones outside the mode are parked. */
     tk__heap heaps[TK_CLOCK_COUNT];
@@ -119,6 +122,8 @@ struct tk_loop {
 
 /* timers.c */
 TK__INTERNAL void tk__timers_init(tk_loop *loop);
+/* A handle key no other loop created by this process has (for 2^32 loops). */
+TK__INTERNAL uint32_t tk__next_handle_key(void);
 /* Frees the table, handing each live timer's context to the release handler. */
 TK__INTERNAL void tk__timers_free(tk_loop *loop);
 

@@ -3,8 +3,9 @@
  *
  * Slots come from a free list over two parallel arrays (the records and their
  * positions), grown by doubling, so scheduling allocates only when the table
- * is full. A handle is (generation << 32 | slot + 1); freeing a slot bumps its
- * generation, which is what makes a stale handle harmless.
+ * is full. A handle is ((generation ^ the loop's key) << 32 | slot + 1);
+ * freeing a slot bumps its generation, which is what makes a stale handle
+ * harmless, and the key makes another loop's handle name nothing here.
  *
  * A pending timer sits in the heap of its clock. A timer that comes due while
  * the loop runs a mode outside its set moves to `parked` and goes back into
@@ -20,13 +21,21 @@
 #include "loop_internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- Handles and slots ------------------------------------------------- */
 
-static tk_timer_id make_id(uint32_t slot, uint32_t generation) {
-    return ((uint64_t)generation << 32) | ((uint64_t)slot + 1);
+static tk_timer_id make_id(const tk_loop *loop, uint32_t slot, uint32_t generation) {
+    return ((uint64_t)(generation ^ loop->handle_key) << 32) | ((uint64_t)slot + 1);
+}
+
+uint32_t tk__next_handle_key(void) {
+    /* Successive counts times an odd constant: distinct modulo 2^32, and far
+     * apart, so that the generations of two loops' handles never meet. */
+    static _Atomic uint32_t loops;
+    return atomic_fetch_add(&loops, 1) * UINT32_C(0x9E3779B9);
 }
 
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
@@ -39,7 +48,7 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
     if (slot >= loop->timer_capacity) return NULL;
     tk__timer *timer = &loop->timers[slot];
     if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED ||
-        timer->generation != (uint32_t)(id >> 32)) {
+        timer->generation != ((uint32_t)(id >> 32) ^ loop->handle_key)) {
         return NULL;
     }
     if (timer->state == TK__TIMER_FIRING &&
@@ -290,7 +299,7 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
         timer->fn = fn;
         timer->context = context;
         schedule_slot(loop, slot, spec);
-        *id = make_id(slot, timer->generation);
+        *id = make_id(loop, slot, timer->generation);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -532,7 +541,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         }
         tk_timer_fn fn = timer->fn;
         void *context = timer->context;
-        tk_timer_id id = make_id(slot, timer->generation);
+        tk_timer_id id = make_id(loop, slot, timer->generation);
         uint64_t missed = 0;
         int one_shot = timer->interval == 0;
         if (one_shot) {
@@ -540,7 +549,15 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
             count_out(loop, timer);
             timer->state = TK__TIMER_FIRING;
         } else {
-            int64_t next = next_on_grid(entry.deadline, timer->interval, now[clock], &missed);
+            /* Judged now, not at the start of the pass: a slow callback
+             * earlier in the pass may have made this fire later by whole
+             * periods. (A manual loop's `now` is its live time already.) */
+            int64_t fired_at = now[clock];
+            if (!loop->manual) {
+                int64_t read = tk__clock_read((tk_clock)clock);
+                if (read > fired_at) fired_at = read;
+            }
+            int64_t next = next_on_grid(entry.deadline, timer->interval, fired_at, &missed);
             tk__heap_update(heap, loop->positions, 0, next, loop->next_seq++);
             timer->placed_pass = loop->pass;
         }

@@ -58,6 +58,13 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 #include "test_harness.h"
 
+#include <malloc.h>
+#if defined(__has_include)
+#if __has_include(<sanitizer/allocator_interface.h>)
+#include <sanitizer/allocator_interface.h>
+#endif
+#endif
+
 /* ------------------------------------------------------------------------
  * Helpers
  * ------------------------------------------------------------------------ */
@@ -1378,6 +1385,83 @@ static void test_watch_errors(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
+/* A handle belongs to its loop: every loop hands out the same first slot,
+ * but another loop's handle names nothing here, and touches nothing. */
+static void test_foreign_handles(void) {
+    tk_loop *a = new_manual(0), *b = new_manual(0);
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 1000, .modes = TK_MODES(0)};
+    tk_timer_id in_a[8], in_b[8];
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ(tk_loop_schedule(a, &spec, count_fn, NULL, &in_a[i]), 0);
+        CHECK_EQ(tk_loop_schedule(b, &spec, count_fn, NULL, &in_b[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        CHECK(in_a[i] != in_b[i]);
+        tk_timer_info info;
+        CHECK_EQ(tk_loop_timer_info(b, in_a[i], &info), -ENOENT);
+        CHECK_EQ(tk_loop_reschedule(b, in_a[i], &spec), -ENOENT);
+        CHECK_EQ(tk_loop_fire(b, in_a[i]), -ENOENT);
+        CHECK_EQ(tk_loop_cancel(b, in_a[i]), -ENOENT);
+        CHECK_EQ(tk_loop_cancel(a, in_b[i]), -ENOENT);
+    }
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(a, &stats), 0);
+    CHECK_EQ(stats.pending, 8);
+    CHECK_EQ(tk_loop_get_stats(b, &stats), 0);
+    CHECK_EQ(stats.pending, 8);
+    for (int i = 0; i < 8; i++) CHECK_EQ(tk_loop_cancel(a, in_a[i]), 0);
+    CHECK_EQ(tk_loop_get_stats(b, &stats), 0);
+    CHECK_EQ(stats.pending, 8);
+    CHECK_EQ(tk_loop_destroy(a), 0);
+    CHECK_EQ(tk_loop_destroy(b), 0);
+}
+
+/* Memory the process holds on the heap now (ASan's count under ASan). */
+static size_t heap_bytes(void) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TK_TEST_ASAN_HEAP 1
+#endif
+#endif
+#ifdef TK_TEST_ASAN_HEAP
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks;
+#endif
+}
+
+/* Watching a descriptor that is not open fails before the fd-indexed watch
+ * table grows for it: a huge fd number costs nothing. */
+static void test_watch_bad_fd_costs_nothing(void) {
+    tk_loop *loop = new_manual(0);
+    int count = 0;
+    size_t before = heap_bytes();
+    CHECK_EQ(tk_loop_watch_fd(loop, 1 << 24, TK_IO_READABLE, io_count_fn, &count), -EBADF);
+    CHECK_EQ(tk_loop_watch_fd(loop, INT32_MAX, TK_IO_READABLE, io_count_fn, &count), -EBADF);
+    size_t after = heap_bytes();
+    CHECK_LE(after, before + 65536); /* it was ~400 MB and 48 GB */
+    CHECK_EQ(tk_loop_unwatch_fd(loop, 1 << 24), -ENOENT);
+    /* A good one still works, and a refused one (a regular file) leaves it. */
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, io_count_fn, &count), 0);
+    char path[] = "/tmp/tk-watch-XXXXXX";
+    int file = mkstemp(path);
+    CHECK(file >= 0);
+    unlink(path);
+    CHECK_EQ(tk_loop_watch_fd(loop, file, TK_IO_READABLE, io_count_fn, &count), -EPERM);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, file), -ENOENT);
+    CHECK_EQ(write(fds[1], "x", 1), 1);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(count, 1);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, fds[0]), 0);
+    close(file);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     /* first: it forks, and is best done before any thread exists */
     {"emfile", test_emfile, 300},
@@ -1396,6 +1480,8 @@ static const test_case tests[] = {
     {"saturation_manual", test_saturation_manual, 300},
     {"saturation_real", test_saturation_real, 300},
     {"watch_errors", test_watch_errors, 300},
+    {"foreign_handles", test_foreign_handles, 60},
+    {"watch_bad_fd_costs_nothing", test_watch_bad_fd_costs_nothing, 60},
 };
 
 int main(int argc, char **argv) {

@@ -1324,6 +1324,59 @@ static void test_clock_change_handler(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
+/* A one-shot whose callback takes 100 ms and a repeating 10 ms timer come
+ * due in the same pass, the one-shot first. The repeating timer's fire is
+ * judged when it is called: at least 100 ms late, so it reports at least
+ * 9 skipped periods at once, and its next fire is a period ahead of that,
+ * not due at once. */
+typedef struct slow_pass {
+    int64_t first_due;
+    int fires;
+    uint64_t missed[2];
+    int64_t at[2];
+} slow_pass;
+
+static void sleep_100ms(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)loop;
+    (void)timer;
+    (void)missed;
+    (void)context;
+    sleep_ns(100 * MS);
+}
+
+static void record_two(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    slow_pass *p = context;
+    if (p->fires < 2) {
+        p->missed[p->fires] = missed;
+        p->at[p->fires] = sys_now(TK_CLOCK_MONOTONIC);
+    }
+    if (++p->fires == 2) {
+        tk_loop_cancel(loop, timer);
+        tk_loop_stop(loop);
+    }
+}
+
+static void test_missed_judged_when_fired(void) {
+    tk_loop *loop = new_loop();
+    slow_pass p = {0};
+    int64_t now = sys_now(TK_CLOCK_MONOTONIC);
+    tk_timer_spec slow = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = now + 10 * MS,
+                          .modes = TK_MODES(0), .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = now + 10 * MS + 500000,
+                           .interval_ns = 10 * MS, .modes = TK_MODES(0), .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_id a, b;
+    CHECK_EQ(tk_loop_schedule(loop, &slow, sleep_100ms, NULL, &a), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &every, record_two, &p, &b), 0);
+    sleep_ns(20 * MS); /* both are due when the loop's first pass begins */
+    CHECK_EQ(run_for(loop, 0, 30000 * MS), TK_RUN_STOPPED);
+    CHECK_EQ(p.fires, 2);
+    /* Called at least 100 ms after it was due 10.5 ms in: >= 9 periods. */
+    CHECK_GE(p.missed[0], 9);
+    /* Its next fire was placed a period after the late one, not in the past. */
+    CHECK_GE(p.at[1], now + 10 * MS + 500000 + (int64_t)(p.missed[0] + 1) * 10 * MS);
+    free_loop(loop);
+}
+
 static const test_case tests[] = {
     {"oneshot_order", test_oneshot_order, 120},
     {"equal_deadlines", test_equal_deadlines, 120},
@@ -1343,6 +1396,7 @@ static const test_case tests[] = {
     {"thread_cancel_while_firing", test_thread_cancel_while_firing, 120},
     {"stress", test_stress, 180},
     {"clock_change_handler", test_clock_change_handler, 120},
+    {"missed_judged_when_fired", test_missed_judged_when_fired, 120},
 };
 
 int main(int argc, char **argv) {
