@@ -193,7 +193,8 @@ public final class FrameTicker: @unchecked Sendable {
     /// first grid point still ahead), and the pause is not counted as
     /// dropped frames.
     ///
-    /// Setting it on an invalidated ticker does nothing. If the loop cannot
+    /// An invalidated ticker reads as paused, and setting it does nothing
+    /// there. If the loop cannot
     /// take the change (out of memory), the ticker stays as it was;
     /// ``setPaused(_:)`` reports that error.
     public var isPaused: Bool {
