@@ -16,6 +16,26 @@
  *
  * Only <stdint.h>, <stddef.h> and <time.h> are included: everything here is
  * also what Swift sees through the module map.
+ *
+ * Compatibility
+ *   - TK_API_VERSION grows by one with every change to this header that
+ *     changes what existing code means; test it with #if to support several.
+ *   - Struct fields are only ever added at the end, and a zero field means
+ *     what the version before did, so a zero-initialised struct (`= {0}`, or
+ *     designated initializers) keeps its meaning.
+ *   - A change that would make existing code silently do something else is
+ *     made so that the code fails loudly instead: it stops compiling, or the
+ *     call returns -EINVAL. The changes, newest first:
+ *       2  tk_timer_spec: the relative first fire is `delay_ns`;
+ *          `deadline_ns` is absolute only and needs TK_TIMER_ABSOLUTE (without
+ *          it, a non-zero `deadline_ns` is -EINVAL, so version-1 code that
+ *          put a relative time there fails instead of firing at once). An
+ *          empty mode set means the default mode. tk_loop_run and
+ *          tk_loop_advance take their mode as a one-mode set, TK_MODES(i),
+ *          like everything else (0, and so TK_MODE_DEFAULT, still means the
+ *          default mode); a set of several modes is -EINVAL. A timer never
+ *          fires while a callback of it runs (see tk_loop_run).
+ *       1  the first version.
  */
 #ifndef CTIMERCORE_H
 #define CTIMERCORE_H
@@ -27,6 +47,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** This header's API version; see "Compatibility" above. */
+#define TK_API_VERSION 2
 
 /* ------------------------------------------------------------------------
  * Types
@@ -60,28 +83,41 @@ typedef uint64_t tk_timer_id;
 
 /**
  * A set of run-loop modes, one bit per mode: bit i is mode i, for 0 <= i < 32.
- * A timer fires only while the loop runs in one of the modes of its set. What
- * a mode means (default, tracking, ...) is up to the caller; a "common modes"
- * set is just a set with several bits.
+ * Every function takes modes this way, built with TK_MODES: a timer's modes
+ * (it fires only while the loop runs one of them) and the one mode a run is
+ * in alike. The empty set, 0, means the default mode, so a zero-initialised
+ * spec fires in the default mode. What a mode means (default, tracking, ...)
+ * is up to the caller; a "common modes" set is just a set with several bits.
  */
 typedef uint32_t tk_mode_set;
 
-/** How many modes a loop distinguishes. */
-#define TK_MODE_COUNT 32
+/** How many modes a loop distinguishes: modes 0 to 30 (bit 31 is not a mode). */
+#define TK_MODE_COUNT 31
 
-/** Mode 0, the mode a loop runs in unless told otherwise. */
+/** The set of every mode: a timer in it fires whatever mode the loop runs. */
+#define TK_MODES_ALL ((tk_mode_set)0x7FFFFFFFu)
+
+/** Bit 31, which no mode has: a set holding it is invalid everywhere (-EINVAL). */
+#define TK_MODES_INVALID ((tk_mode_set)0x80000000u)
+
+/**
+ * The index of mode 0, the mode a loop runs in unless told otherwise:
+ * TK_MODES(TK_MODE_DEFAULT) is its set. (As a set, TK_MODE_DEFAULT is empty,
+ * which also means the default mode.)
+ */
 #define TK_MODE_DEFAULT 0u
 
 /**
- * The set holding only `mode`. A mode outside [0, TK_MODE_COUNT) gives the
- * empty set, which tk_loop_schedule and tk_loop_reschedule reject with
- * -EINVAL (never an out-of-range shift). A constant expression when `mode`
- * is one; `mode` is evaluated twice.
+ * The set holding only mode `mode` (an index in [0, TK_MODE_COUNT)). Never an
+ * out-of-range shift: an index outside that range gives TK_MODES_INVALID,
+ * which every function rejects with -EINVAL (it would not do to make it the
+ * empty set, which means the default mode). Sets combine with `|`. A constant
+ * expression when `mode` is one; `mode` is evaluated twice.
  */
 #define TK_MODES(mode)                                                         \
     ((unsigned long long)(mode) < TK_MODE_COUNT                                \
-         ? (tk_mode_set)1u << ((unsigned)(mode) & (TK_MODE_COUNT - 1))         \
-         : (tk_mode_set)0)
+         ? (tk_mode_set)1u << ((unsigned)(mode) & 31u)                         \
+         : TK_MODES_INVALID)
 
 /** Readiness events for watched file descriptors (same values as epoll's). */
 #define TK_IO_READABLE 0x001u
@@ -122,13 +158,29 @@ typedef void (*tk_release_fn)(tk_loop *loop, void *context);
  */
 typedef void (*tk_clock_change_fn)(tk_loop *loop, void *context);
 
-/** What a timer should do: when, how often, how precisely, in which modes. */
+/**
+ * What a timer should do: when, how often, how precisely, in which modes.
+ * The first fire is given one of two ways, each in a field of its own:
+ *
+ *     tk_timer_spec in_5ms = {.delay_ns = 5000000};               // relative
+ *     tk_timer_spec at_t = {.deadline_ns = t, .flags = TK_TIMER_ABSOLUTE};
+ *
+ * A zero-initialised spec is a one-shot on the monotonic clock, due now, in
+ * the default mode.
+ */
 typedef struct tk_timer_spec {
-    /** The clock the deadline is measured on. */
+    /** The clock the first fire is measured on. */
     tk_clock clock;
     /**
-     * When to fire: nanoseconds from now on `clock` (a value below 0 counts as
-     * 0), or with TK_TIMER_ABSOLUTE in `flags`, an absolute reading of `clock`.
+     * Relative: fire this many nanoseconds from now on `clock` (a value below
+     * 0 counts as 0). Read unless TK_TIMER_ABSOLUTE is in `flags`; must be 0
+     * when it is.
+     */
+    int64_t delay_ns;
+    /**
+     * Absolute: fire when `clock` reads this. Read only with
+     * TK_TIMER_ABSOLUTE in `flags`; must be 0 otherwise (-EINVAL), so that a
+     * time put in the wrong field fails instead of firing at the wrong time.
      */
     int64_t deadline_ns;
     /** 0 for a one-shot timer; the period of a repeating timer (> 0). */
@@ -140,13 +192,13 @@ typedef struct tk_timer_spec {
      * timer's leeway is clamped to interval / 2.
      */
     int64_t leeway_ns;
-    /** The modes the timer fires in (not empty). */
+    /** The modes the timer fires in; 0 (the empty set) means the default mode. */
     tk_mode_set modes;
     /** 0 or TK_TIMER_ABSOLUTE. */
     uint32_t flags;
 } tk_timer_spec;
 
-/** `deadline_ns` is an absolute reading of the timer's clock. */
+/** The first fire is `deadline_ns`, an absolute reading of the timer's clock. */
 #define TK_TIMER_ABSOLUTE 0x1u
 
 /** What tk_loop_timer_info reports of a scheduled timer. */
@@ -157,6 +209,7 @@ typedef struct tk_timer_info {
     int64_t interval_ns;
     /** The leeway in force (after clamping). */
     int64_t leeway_ns;
+    /** The modes in force (never empty: an empty spec set reads as the default mode's). */
     tk_mode_set modes;
     /** 1 if the timer came due while the loop ran a mode outside its set. */
     int waiting_for_mode;
@@ -180,7 +233,7 @@ typedef struct tk_loop_stats {
 typedef enum tk_run_result {
     /** tk_loop_stop was called. */
     TK_RUN_STOPPED = 0,
-    /** The `until_ns` deadline passed. */
+    /** The run's `deadline_ns` passed. */
     TK_RUN_TIMED_OUT = 1,
     /** With TK_RUN_ONCE or TK_RUN_NOWAIT: one pass was made. */
     TK_RUN_PASSED = 2,
@@ -190,7 +243,7 @@ typedef enum tk_run_result {
 #define TK_RUN_ONCE 0x1u
 /** tk_loop_run flag: make one pass without waiting. */
 #define TK_RUN_NOWAIT 0x2u
-/** `until_ns` value for "no time limit". */
+/** tk_loop_run's `deadline_ns` for "no time limit". */
 #define TK_FOREVER INT64_MAX
 
 /* ------------------------------------------------------------------------
@@ -282,8 +335,10 @@ int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
 int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
 
 /**
- * Runs the loop on the calling thread in `mode` until tk_loop_stop is called,
- * or the monotonic clock reaches `until_ns` (TK_FOREVER for no limit), or,
+ * Runs the loop on the calling thread in `mode`, a set of one mode
+ * (TK_MODES(i); 0 means the default mode), until tk_loop_stop is called,
+ * or the monotonic clock reaches `deadline_ns`, an absolute reading
+ * (TK_FOREVER for no limit), or,
  * with TK_RUN_ONCE, after one pass that waited for and handled something, or,
  * with TK_RUN_NOWAIT, after one pass without waiting. A loop with nothing to
  * do keeps waiting: another thread may schedule a timer or stop it.
@@ -297,23 +352,30 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  *
  * May be called from a callback of the same loop on the same thread (a
  * nested run, e.g. in another mode); tk_loop_stop ends the innermost run.
- * Returns a tk_run_result, -EINVAL for a NULL loop or a mode >= TK_MODE_COUNT,
+ * A timer never fires while a callback of it runs, as with CFRunLoop: a
+ * nested run, in any mode, sets aside a timer whose callback called it (or
+ * is running under tk_loop_fire), and the timer fires at the first pass after
+ * that callback returns, once, a repeating timer with the periods skipped
+ * meanwhile in `missed`. So a repeating timer whose callback runs the loop
+ * does not recurse into itself.
+ * Returns a tk_run_result, -EINVAL for a NULL loop or a `mode` that is not
+ * one mode (several, or TK_MODES_INVALID),
  * -EBUSY if another thread is running the loop or this is called from a
  * callback of tk_loop_advance, or the negative errno of a failed epoll_wait /
  * timerfd call.
  *
- * On a manual loop, a run with `until_ns` TK_FOREVER does not move time: it
+ * On a manual loop, a run with `deadline_ns` TK_FOREVER does not move time: it
  * fires what is due, handles descriptors and waits for them, a wake-up or a
- * stop. A run with any other `until_ns` never waits: it moves the manual
+ * stop. A run with any other `deadline_ns` never waits: it moves the manual
  * clocks itself, exactly as tk_loop_advance does (see "Manual time" below),
  * polling the descriptors without blocking after each pass, until no
- * wake-up is left up to `until_ns`; it then returns TK_RUN_TIMED_OUT with the
- * monotonic clock at `until_ns` (or where it was, if later), or
+ * wake-up is left up to `deadline_ns`; it then returns TK_RUN_TIMED_OUT with the
+ * monotonic clock at `deadline_ns` (or where it was, if later), or
  * TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass at the
  * current time; TK_RUN_ONCE moves time from wake-up to wake-up until a pass
  * has handled something.
  */
-int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags);
+int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t flags);
 
 /**
  * Asks the innermost tk_loop_run to return TK_RUN_STOPPED after its current
@@ -365,7 +427,8 @@ int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats);
  * and this timer must wake it earlier, its timerfd is re-armed at once.
  *
  * Returns 0, or -EINVAL for a NULL argument, an unknown clock, a negative
- * leeway or interval, empty modes or unknown flags, -ENOMEM when the timer
+ * leeway or interval, TK_MODES_INVALID in the modes, unknown flags, or a
+ * first fire in the field its flags do not name (see tk_timer_spec), -ENOMEM when the timer
  * table cannot grow, or the negative errno of creating the clock's timerfd.
  * O(log n); no allocation once the table has room (see tk_loop_reserve).
  */
@@ -438,7 +501,7 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 
 /**
  * Moves all three manual clocks forward by `delta_ns`, firing on the calling
- * thread, in `mode`, every timer that would have fired in that span, exactly
+ * thread, in `mode` (a set of one mode, as for tk_loop_run), every timer that would have fired in that span, exactly
  * as the real loop would: time jumps to each wake-up target (the earliest
  * deadline + leeway among the mode's timers), then every timer whose deadline
  * has passed fires, in deadline order, with the clocks reading the wake-up
@@ -447,11 +510,11 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * `delta_ns` 0 fires what is already due.
  *
  * Returns the number of callbacks run (>= 0), -EINVAL for NULL, a negative
- * delta or a mode >= TK_MODE_COUNT, -ENOTSUP on a real-clock loop, or -EBUSY
+ * delta or a `mode` that is not one mode, -ENOTSUP on a real-clock loop, or -EBUSY
  * if another thread is running the loop, or this is called from one of its
  * callbacks, or a callback run by tk_loop_fire is running.
  */
-int64_t tk_loop_advance(tk_loop *loop, unsigned mode, int64_t delta_ns);
+int64_t tk_loop_advance(tk_loop *loop, tk_mode_set mode, int64_t delta_ns);
 
 /**
  * Sets one manual clock. The monotonic and boot clocks only move forward

@@ -219,7 +219,7 @@ static tk_timer_spec oneshot_spec(void) {
     tk_timer_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.clock = TK_CLOCK_MONOTONIC;
-    spec.deadline_ns = 0;
+    spec.delay_ns = 0;
     spec.interval_ns = 0;
     spec.leeway_ns = 0;
     spec.modes = TK_MODES(TK_MODE_DEFAULT);
@@ -358,7 +358,7 @@ static void bench_ops(const config *cfg, int real, size_t n, ops_row *row) {
     tk_timer_spec spec = oneshot_spec();
 
     for (size_t i = 0; i < n; i++) {
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &pool[pool_n++]));
     }
     expect_pending(loop, n);
@@ -374,7 +374,7 @@ static void bench_ops(const config *cfg, int real, size_t n, ops_row *row) {
             uint64_t a0 = alloc_calls();
             int64_t t0 = mono_ns();
             for (size_t i = 0; i < b; i++) {
-                spec.deadline_ns = dbuf[i];
+                spec.delay_ns = dbuf[i];
                 rc |= tk_loop_schedule(loop, &spec, never_called_cb, NULL,
                                        &pool[pool_n + i]);
             }
@@ -437,7 +437,7 @@ static void bench_ops(const config *cfg, int real, size_t n, ops_row *row) {
             int64_t t0 = mono_ns();
             for (size_t i = 0; i < b; i++) {
                 tk_timer_id id = TK_TIMER_NONE;
-                spec.deadline_ns = dbuf[i];
+                spec.delay_ns = dbuf[i];
                 rc |= tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id);
                 rc |= tk_loop_cancel(loop, id);
             }
@@ -474,7 +474,7 @@ static void bench_ops(const config *cfg, int real, size_t n, ops_row *row) {
             int64_t t0 = mono_ns();
             for (size_t i = 0; i < b; i++) {
                 tk_timer_id id = TK_TIMER_NONE;
-                spec.deadline_ns = dbuf[i];
+                spec.delay_ns = dbuf[i];
                 rc |= tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id);
                 rc |= tk_loop_cancel(loop, pool[ibuf[i]]);
                 pool[ibuf[i]] = id;
@@ -536,7 +536,7 @@ static void bench_fire(const config *cfg, size_t n, ops_row *row) {
     for (size_t i = 0; i < n; i++) {
         tk_timer_id id;
         spec.interval_ns = period + (int64_t)rng_below((uint64_t)period);
-        spec.deadline_ns = (int64_t)rng_below((uint64_t)period);
+        spec.delay_ns = (int64_t)rng_below((uint64_t)period);
         CHECK(tk_loop_schedule(loop, &spec, fire_cb, &ctx, &id));
     }
     expect_pending(loop, n);
@@ -547,7 +547,7 @@ static void bench_fire(const config *cfg, size_t n, ops_row *row) {
 
     /* Warm-up: fire about min(n, ops_target) callbacks. */
     uint64_t warm = cfg->ops_target < n ? cfg->ops_target : n;
-    while (ctx.callbacks < warm) CHECK(tk_loop_advance(loop, TK_MODE_DEFAULT, step));
+    while (ctx.callbacks < warm) CHECK(tk_loop_advance(loop, TK_MODES(TK_MODE_DEFAULT), step));
 
     for (int rep = 0; rep < cfg->reps; rep++) {
         rep_acc s = {0, 0};
@@ -556,7 +556,7 @@ static void bench_fire(const config *cfg, size_t n, ops_row *row) {
             uint64_t before = ctx.callbacks;
             uint64_t a0 = alloc_calls();
             int64_t t0 = mono_ns();
-            int64_t ran = tk_loop_advance(loop, TK_MODE_DEFAULT, step);
+            int64_t ran = tk_loop_advance(loop, TK_MODES(TK_MODE_DEFAULT), step);
             int64_t t1 = mono_ns();
             uint64_t a1 = alloc_calls();
             CHECK(ran);
@@ -638,7 +638,7 @@ static void mem_child(size_t n, int reserved, mem_result *r) {
     uint64_t a0 = alloc_calls();
     for (size_t i = 0; i < n; i++) {
         tk_timer_id id;
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id));
     }
     uint64_t a1 = alloc_calls();
@@ -708,7 +708,7 @@ static void bench_allocs(const config *cfg, alloc_result *r) {
     tk_loop *loop = new_loop(0);
     uint64_t a0 = alloc_calls();
     for (size_t i = 0; i < n; i++) {
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &pool[i]));
     }
     r->growth_calls = alloc_calls() - a0;
@@ -719,7 +719,7 @@ static void bench_allocs(const config *cfg, alloc_result *r) {
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)rng_below(n);
         tk_timer_id id;
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id));
         CHECK(tk_loop_cancel(loop, pool[k]));
         pool[k] = id;
@@ -729,7 +729,7 @@ static void bench_allocs(const config *cfg, alloc_result *r) {
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)rng_below(n);
         tk_timer_id id;
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id));
         CHECK(tk_loop_cancel(loop, pool[k]));
         pool[k] = id;
@@ -737,14 +737,14 @@ static void bench_allocs(const config *cfg, alloc_result *r) {
     }
     for (size_t i = 0; i < n; i++) {
         tk_timer_id id;
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &id));
         CHECK(tk_loop_cancel(loop, id));
         schedules++;
     }
     for (size_t i = 0; i < n; i++) CHECK(tk_loop_cancel(loop, pool[i]));
     for (size_t i = 0; i < n; i++) {
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &pool[i]));
         schedules++;
     }
@@ -758,7 +758,7 @@ static void bench_allocs(const config *cfg, alloc_result *r) {
     CHECK(tk_loop_reserve(loop, TK_CLOCK_MONOTONIC, (uint32_t)n));
     a0 = alloc_calls();
     for (size_t i = 0; i < n; i++) {
-        spec.deadline_ns = rand_deadline();
+        spec.delay_ns = rand_deadline();
         CHECK(tk_loop_schedule(loop, &spec, never_called_cb, NULL, &pool[i]));
     }
     r->reserved_calls = alloc_calls() - a0;
@@ -831,7 +831,7 @@ static void lat_round_timerkit(const config *cfg, tk_loop *loop, lat_side *side,
     /* A generous time limit, so that a loop that never fires cannot hang
      * the benchmark. */
     int64_t until = c.first + (int64_t)c.target * c.period * 20 + 5 * NS_PER_S;
-    int rc = tk_loop_run(loop, TK_MODE_DEFAULT, until, 0);
+    int rc = tk_loop_run(loop, TK_MODES(TK_MODE_DEFAULT), until, 0);
     CHECK(rc);
     REQUIRE(rc == TK_RUN_STOPPED && c.fires == c.target,
             "the TimerKit lateness round did not complete (timer did not fire "

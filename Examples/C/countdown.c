@@ -89,7 +89,7 @@ int main(void) {
     /* A wall-clock timer 550 ms from now, allowed to be 10 ms late. */
     tk_timer_spec wall = {
         .clock = TK_CLOCK_REALTIME,
-        .deadline_ns = 550 * MS,
+        .delay_ns = 550 * MS,
         .leeway_ns = 10 * MS,
         .modes = TK_MODES(TK_MODE_DEFAULT),
     };
@@ -101,7 +101,7 @@ int main(void) {
         return 1;
     }
 
-    rc = tk_loop_run(loop, TK_MODE_DEFAULT, TK_FOREVER, 0);
+    rc = tk_loop_run(loop, TK_MODES(TK_MODE_DEFAULT), TK_FOREVER, 0);
     if (rc != TK_RUN_STOPPED) fprintf(stderr, "tk_loop_run: %d\n", rc);
 
     tk_loop_stats stats;

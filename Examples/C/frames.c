@@ -49,7 +49,7 @@ static void frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *f, voi
     if (s->frames == 30) {
         /* Pause, and resume 100 ms later from a one-shot timer. */
         tk_frame_ticker_set_paused(ticker, 1);
-        tk_timer_spec later = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 100 * MS,
+        tk_timer_spec later = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 100 * MS,
                                .modes = TK_MODES(TK_MODE_DEFAULT)};
         tk_timer_id timer;
         tk_loop_schedule(loop, &later, resume, ticker, &timer);
@@ -70,7 +70,7 @@ int main(void) {
         fprintf(stderr, "tk_frame_ticker_create: %s\n", tk_strerror(result));
         return 1;
     }
-    tk_loop_run(loop, TK_MODE_DEFAULT, TK_FOREVER, 0);
+    tk_loop_run(loop, TK_MODES(TK_MODE_DEFAULT), TK_FOREVER, 0);
     tk_frame_ticker_info info;
     tk_frame_ticker_get_info(ticker, &info);
     printf("%llu frames, %llu dropped, at %.1f Hz\n", (unsigned long long)info.frames,

@@ -436,15 +436,16 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     }
 }
 
-int tk_loop_run(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
-    if (loop == NULL || mode >= TK_MODE_COUNT) return -EINVAL;
+int tk_loop_run(tk_loop *loop, tk_mode_set modes, int64_t deadline_ns, uint32_t flags) {
+    int mode = tk__mode_index(modes);
+    if (loop == NULL || mode < 0) return -EINVAL;
     if (flags & ~(TK_RUN_ONCE | TK_RUN_NOWAIT)) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     int result = tk__loop_enter(loop, 0);
     if (result == 0) {
         unsigned outer_mode = loop->mode;
-        loop->mode = mode;
-        result = run_passes(loop, mode, until_ns, flags);
+        loop->mode = (unsigned)mode;
+        result = run_passes(loop, (unsigned)mode, deadline_ns, flags);
         loop->mode = outer_mode;
         tk__loop_leave(loop);
     }

@@ -28,6 +28,8 @@ enum tk__timer_state {
     TK__TIMER_PARKED = 2,    /* due, in `parked`, waiting for one of its modes */
     TK__TIMER_FIRING = 3,    /* a one-shot whose callback is running */
     TK__TIMER_CANCELLED = 4, /* cancelled while a callback of it runs; freed when the last returns */
+    TK__TIMER_DEFERRED = 5,  /* came due in a nested run while a callback of it runs: in
+                              * `parked`, back in its heap when that callback returns */
 };
 
 /*
@@ -74,8 +76,8 @@ struct tk_loop {
 
     /* Pending timers: per clock a heap; due ones outside the mode are parked. */
     tk__heap heaps[TK_CLOCK_COUNT];
-    tk__heap parked; /* unordered; the heap type is used as a plain array */
-    tk_mode_set parked_modes; /* a superset of the modes of parked timers */
+    tk__heap parked; /* unordered, parked and deferred; the heap type is used as a plain array */
+    tk_mode_set parked_modes; /* a superset of the modes of parked (not deferred) timers */
     uint32_t clock_timers[TK_CLOCK_COUNT]; /* scheduled + parked, per clock */
     uint32_t mode_timers[TK_MODE_COUNT];   /* scheduled + parked, per mode */
 
@@ -122,6 +124,9 @@ struct tk_loop {
 
 /* timers.c */
 TK__INTERNAL void tk__timers_init(tk_loop *loop);
+/* The index of the one mode in `modes` (0, the empty set, is the default
+ * mode), or -EINVAL for a set of several modes or an invalid one. */
+TK__INTERNAL int tk__mode_index(tk_mode_set modes);
 /* A handle key no other loop created by this process has (for 2^32 loops). */
 TK__INTERNAL uint32_t tk__next_handle_key(void);
 /* Frees the table, handing each live timer's context to the release handler. */

@@ -67,15 +67,16 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
     return fired;
 }
 
-int64_t tk_loop_advance(tk_loop *loop, unsigned mode, int64_t delta_ns) {
-    if (loop == NULL || mode >= TK_MODE_COUNT || delta_ns < 0) return -EINVAL;
+int64_t tk_loop_advance(tk_loop *loop, tk_mode_set modes, int64_t delta_ns) {
+    int mode = tk__mode_index(modes);
+    if (loop == NULL || mode < 0 || delta_ns < 0) return -EINVAL;
     if (!loop->manual) return -ENOTSUP;
     pthread_mutex_lock(&loop->lock);
     int64_t result = tk__loop_enter(loop, 1);
     if (result == 0) {
         unsigned outer_mode = loop->mode;
-        loop->mode = mode;
-        result = advance_locked(loop, mode, delta_ns);
+        loop->mode = (unsigned)mode;
+        result = advance_locked(loop, (unsigned)mode, delta_ns);
         loop->mode = outer_mode;
         tk__loop_leave(loop);
     }

@@ -155,13 +155,20 @@ static void count_out(tk_loop *loop, const tk__timer *timer) {
 
 /* ---- Placing a timer ----------------------------------------------------- */
 
-/* Takes a scheduled or parked timer out of its heap or the parked list. */
+/* Whether a live timer's entry is in `parked` (parked or deferred) rather
+ * than in its clock's heap. */
+static int in_parked(const tk__timer *timer) {
+    return timer->state == TK__TIMER_PARKED || timer->state == TK__TIMER_DEFERRED;
+}
+
+/* Takes a scheduled, parked or deferred timer out of its heap or the parked
+ * list. */
 static void unplace(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = &loop->timers[slot];
     uint32_t index = loop->positions[slot];
     if (timer->state == TK__TIMER_SCHEDULED) {
         tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
-    } else if (timer->state == TK__TIMER_PARKED) {
+    } else if (in_parked(timer)) {
         tk__heap *parked = &loop->parked;
         tk__heap_entry last = parked->entries[--parked->count];
         if (index != parked->count) {
@@ -181,35 +188,47 @@ static void place(tk_loop *loop, uint32_t slot, int64_t deadline) {
     timer->placed_pass = loop->pass;
 }
 
-/* The deadline of a scheduled or parked timer. */
+/* The deadline of a scheduled, parked or deferred timer. */
 static int64_t deadline_of(const tk_loop *loop, uint32_t slot) {
     const tk__timer *timer = &loop->timers[slot];
-    const tk__heap *heap =
-        timer->state == TK__TIMER_PARKED ? &loop->parked : &loop->heaps[timer->clock];
+    const tk__heap *heap = in_parked(timer) ? &loop->parked : &loop->heaps[timer->clock];
     return heap->entries[loop->positions[slot]].deadline;
 }
 
 /* ---- Specs ---------------------------------------------------------------- */
 
+int tk__mode_index(tk_mode_set modes) {
+    if (modes == 0) return TK_MODE_DEFAULT;
+    if ((modes & (modes - 1)) != 0 || (modes & TK_MODES_INVALID)) return -EINVAL;
+    return __builtin_ctz(modes);
+}
+
+/* A spec's first fire is named by the field that says which kind it is:
+ * `delay_ns` (relative) unless TK_TIMER_ABSOLUTE, then `deadline_ns`. The
+ * other field must be 0, so that a relative time put in `deadline_ns` (what
+ * it meant before API version 2) fails instead of firing at once. */
 static int check_spec(const tk_timer_spec *spec) {
     if (spec == NULL) return -EINVAL;
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
-    if (spec->modes == 0) return -EINVAL;
+    if (spec->modes & TK_MODES_INVALID) return -EINVAL;
     if (spec->flags & ~TK_TIMER_ABSOLUTE) return -EINVAL;
+    if (spec->flags & TK_TIMER_ABSOLUTE ? spec->delay_ns != 0 : spec->deadline_ns != 0) {
+        return -EINVAL;
+    }
     return 0;
 }
 
 static int64_t spec_deadline(const tk_loop *loop, const tk_timer_spec *spec) {
     if (spec->flags & TK_TIMER_ABSOLUTE) return spec->deadline_ns;
     int64_t now = loop->manual ? loop->manual_now[spec->clock] : tk__clock_read(spec->clock);
-    return tk__add_sat(now, spec->deadline_ns > 0 ? spec->deadline_ns : 0);
+    return tk__add_sat(now, spec->delay_ns > 0 ? spec->delay_ns : 0);
 }
 
 static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
     timer->clock = (uint8_t)spec->clock;
     timer->interval = spec->interval_ns;
-    timer->modes = spec->modes;
+    timer->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
     int64_t leeway = spec->leeway_ns;
     if (spec->interval_ns > 0 && leeway > spec->interval_ns / 2) leeway = spec->interval_ns / 2;
     timer->leeway = leeway;
@@ -387,6 +406,18 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         }
         return;
     }
+    if (timer->state == TK__TIMER_DEFERRED) {
+        /* It came due in a nested run while this callback ran: back into
+         * its heap (which has room: it was counted in), to fire at the next
+         * pass, not the current one. */
+        tk__heap_entry entry = loop->parked.entries[loop->positions[slot]];
+        unplace(loop, slot);
+        entry.seq = loop->next_seq++;
+        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+        timer->state = TK__TIMER_SCHEDULED;
+        timer->placed_pass = loop->pass;
+        return;
+    }
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
     tk_timer_fn fn = timer->fn;
     void *context = timer->context;
@@ -434,8 +465,8 @@ static void unpark(tk_loop *loop, unsigned mode) {
     for (uint32_t index = 0; index < parked->count;) {
         tk__heap_entry entry = parked->entries[index];
         tk__timer *timer = &loop->timers[entry.slot];
-        if (!(timer->modes & bit)) {
-            remaining |= timer->modes;
+        if (timer->state == TK__TIMER_DEFERRED || !(timer->modes & bit)) {
+            if (timer->state == TK__TIMER_PARKED) remaining |= timer->modes;
             index++;
             continue;
         }
@@ -453,19 +484,33 @@ int tk__timers_parked_in(tk_loop *loop, unsigned mode) {
     /* A superset (cancelling a parked timer leaves its modes): recompute. */
     tk_mode_set modes = 0;
     for (uint32_t index = 0; index < loop->parked.count; index++) {
-        modes |= loop->timers[loop->parked.entries[index].slot].modes;
+        const tk__timer *timer = &loop->timers[loop->parked.entries[index].slot];
+        if (timer->state == TK__TIMER_PARKED) modes |= timer->modes;
     }
     loop->parked_modes = modes;
     return (modes & bit) != 0;
 }
 
-static void park(tk_loop *loop, tk__heap_entry entry) {
+/* Moves a due timer from the top of its heap to `parked`, as TK__TIMER_PARKED
+ * (waiting for one of its modes) or TK__TIMER_DEFERRED (waiting for its own
+ * callback to return). -ENOMEM if `parked` cannot grow. */
+static int park(tk_loop *loop, tk__heap *heap, uint8_t state) {
+    tk__heap *parked = &loop->parked;
+    /* Room for the mode's outsiders was made at the start of the pass, but a
+     * nested run's callbacks may have added timers since, and deferred
+     * timers need room of their own. */
+    if (parked->count == parked->capacity && tk__heap_reserve(parked, parked->count + 1) < 0) {
+        return -ENOMEM;
+    }
+    tk__heap_entry entry = heap->entries[0];
+    tk__heap_remove(heap, loop->positions, 0);
     tk__timer *timer = &loop->timers[entry.slot];
-    uint32_t index = loop->parked.count++;
-    loop->parked.entries[index] = entry;
+    uint32_t index = parked->count++;
+    parked->entries[index] = entry;
     loop->positions[entry.slot] = index;
-    loop->parked_modes |= timer->modes;
-    timer->state = TK__TIMER_PARKED;
+    if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes;
+    timer->state = state;
+    return 0;
 }
 
 /* The next deadline on a repeating timer's grid after `now`, and how many
@@ -528,15 +573,15 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         tk__heap_entry entry = heap->entries[0];
         uint32_t slot = entry.slot;
         tk__timer *timer = &loop->timers[slot];
-        if (!(timer->modes & bit)) {
-            /* Room was made above, but a nested run's callbacks may have
-             * added timers outside this mode since. */
-            if (loop->parked.count == loop->parked.capacity &&
-                tk__heap_reserve(&loop->parked, loop->parked.count + 1) < 0) {
-                return fired > 0 ? fired : -ENOMEM;
-            }
-            tk__heap_remove(heap, loop->positions, 0);
-            park(loop, entry);
+        /* A timer never fires while a callback of it runs (a nested run
+         * called from it, or tk_loop_fire on another thread): it waits,
+         * deferred, until that callback returns. Otherwise a due timer
+         * outside the mode waits, parked, for a run in one of its modes. */
+        uint8_t wait = timer->callbacks > 0     ? TK__TIMER_DEFERRED
+                       : !(timer->modes & bit) ? TK__TIMER_PARKED
+                                               : TK__TIMER_SCHEDULED;
+        if (wait != TK__TIMER_SCHEDULED) {
+            if (park(loop, heap, wait) < 0) return fired > 0 ? fired : -ENOMEM;
             continue;
         }
         tk_timer_fn fn = timer->fn;

@@ -273,7 +273,8 @@ extension AnyLoopTimer.State {
     func spec(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
         tk_timer_spec(
             clock: clock.rawClock,
-            deadline_ns: firstFire,
+            delay_ns: firstFireIsAbsolute ? 0 : firstFire,
+            deadline_ns: firstFireIsAbsolute ? firstFire : 0,
             interval_ns: interval,
             leeway_ns: tolerance,
             modes: modes,

@@ -41,8 +41,8 @@ final class Sleeper: LoopWaiter {
         let sleeper = Sleeper(loop: loop, settled: settled)
         let leeway = max(0, tolerance?.saturatingNanoseconds ?? 0)
         let spec = tk_timer_spec(
-            clock: clock.rawClock, deadline_ns: deadline, interval_ns: 0,
-            leeway_ns: leeway, modes: ~0, flags: UInt32(TK_TIMER_ABSOLUTE))
+            clock: clock.rawClock, delay_ns: 0, deadline_ns: deadline, interval_ns: 0,
+            leeway_ns: leeway, modes: TK_MODES_ALL, flags: UInt32(TK_TIMER_ABSOLUTE))
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 sleeper.start(continuation, spec, registered: registered)
@@ -131,7 +131,7 @@ final class Sleeper: LoopWaiter {
 final class SleepService: Sendable {
     /// The service the clocks use.
     static let shared = SleepService { loop in
-        tk_loop_run(loop.handle, TK_MODE_DEFAULT, Int64.max, 0)
+        tk_loop_run(loop.handle, 1 << TK_MODE_DEFAULT, Int64.max, 0)
     }
 
     /// The loop, or why it could not be started.

@@ -1,3 +1,5 @@
+import CTimerCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -33,7 +35,7 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// inside one of the loop's callbacks (for example advancing a manual
     /// loop from a timer it fires).
     case busy
-    /// A loop tells apart at most 32 modes; this one would be the 33rd.
+    /// A loop tells apart at most 31 modes (`TK_MODE_COUNT`); this one would be the 32nd.
     case tooManyModes(LoopMode)
     /// ``LoopMode/common`` names a set of modes; a loop runs in one mode.
     case notARunMode(LoopMode)
@@ -86,7 +88,7 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .busy:
             "the loop is running on another thread, or this call is not allowed from its callbacks"
         case .tooManyModes(let mode):
-            "the loop already has 32 modes; cannot add mode \(mode)"
+            "the loop already has \(TK_MODE_COUNT) modes; cannot add mode \(mode)"
         case .notARunMode(let mode):
             "\(mode) is a set of modes; a loop runs in one mode"
         case .noModes:

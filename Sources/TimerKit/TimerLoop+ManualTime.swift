@@ -44,10 +44,10 @@ extension TimerLoop {
     /// holding the turn while it reads and moves.
     private func advance(mode: LoopMode, _ span: (Int64) -> Int64) throws(TimerError) -> Int {
         guard isManual else { throw .notManual }
-        let index = try modeIndex(mode)
+        let modes = try runModeSet(mode)
         return try advancing.take { () throws(TimerError) in
             let delta = span(now(MonotonicClock()).nanoseconds)
-            return Int(try TimerError.check(tk_loop_advance(handle, index, delta), "tk_loop_advance"))
+            return Int(try TimerError.check(tk_loop_advance(handle, modes, delta), "tk_loop_advance"))
         }
     }
 

@@ -13,10 +13,11 @@ extension TimerLoop {
         }
     }
 
-    /// The index of a mode the loop can run in (`tk_loop_run`'s mode).
-    func modeIndex(_ mode: LoopMode) throws(TimerError) -> UInt32 {
-        if mode.isDefault { return TK_MODE_DEFAULT }
-        return try modeTable.withLock { (table) throws(TimerError) in try table.index(of: mode) }
+    /// The one-mode C set of a mode the loop can run in (`tk_loop_run`'s and
+    /// `tk_loop_advance`'s mode).
+    func runModeSet(_ mode: LoopMode) throws(TimerError) -> tk_mode_set {
+        if mode.isDefault { return 1 << TK_MODE_DEFAULT }
+        return try modeTable.withLock { (table) throws(TimerError) in 1 << (try table.index(of: mode)) }
     }
 
     /// The C mode set for one mode (``LoopMode/common`` standing for the

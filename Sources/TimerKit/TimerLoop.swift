@@ -149,8 +149,8 @@ public final class TimerLoop: @unchecked Sendable {
     public func run(mode: LoopMode = .default, until deadline: MonotonicClock.Instant? = nil)
         throws(TimerError) -> RunResult
     {
-        let index = try modeIndex(mode)
-        return try runResult(tk_loop_run(handle, index, deadline?.nanoseconds ?? Int64.max, 0))
+        let modes = try runModeSet(mode)
+        return try runResult(tk_loop_run(handle, modes, deadline?.nanoseconds ?? Int64.max, 0))
     }
 
     /// Runs the loop in `mode` for `duration` of its monotonic clock (on a
@@ -176,9 +176,9 @@ public final class TimerLoop: @unchecked Sendable {
     public func runOnce(mode: LoopMode = .default, waiting: Bool = true) throws(TimerError)
         -> RunResult
     {
-        let index = try modeIndex(mode)
+        let modes = try runModeSet(mode)
         let flags = waiting ? UInt32(TK_RUN_ONCE) : UInt32(TK_RUN_NOWAIT)
-        return try runResult(tk_loop_run(handle, index, Int64.max, flags))
+        return try runResult(tk_loop_run(handle, modes, Int64.max, flags))
     }
 
     private func runResult(_ code: Int32) throws(TimerError) -> RunResult {
@@ -215,9 +215,9 @@ public final class TimerLoop: @unchecked Sendable {
     ///   be created.
     public static func startThread(mode: LoopMode = .default) throws(TimerError) -> TimerLoop {
         let loop = try TimerLoop()
-        let index = try loop.modeIndex(mode)
+        let modes = try loop.runModeSet(mode)
         try LoopThread.start(loop) { loop in
-            tk_loop_run(loop.handle, index, Int64.max, 0)
+            tk_loop_run(loop.handle, modes, Int64.max, 0)
         }
         return loop
     }

@@ -322,7 +322,7 @@ static void run_action(world *w, const action *a, result *out) {
         break;
     case A_ADVANCE:
         out->rc = w->is_ref ? ref_advance(&w->ref, a->mode, a->value)
-                            : tk_loop_advance(w->loop, a->mode, a->value);
+                            : tk_loop_advance(w->loop, TK_MODES(a->mode), a->value);
         break;
     case A_CLOCK_CHANGE:
         if (w->is_ref) {
@@ -345,7 +345,7 @@ static void run_action(world *w, const action *a, result *out) {
         break;
     case A_RUN:
         out->rc = w->is_ref ? ref_run(&w->ref, a->mode, a->value, a->flags)
-                            : tk_loop_run(w->loop, a->mode, a->value, a->flags);
+                            : tk_loop_run(w->loop, TK_MODES(a->mode), a->value, a->flags);
         break;
     case A_STOP:
         out->rc = w->is_ref ? ref_stop(&w->ref) : tk_loop_stop(w->loop);
@@ -403,15 +403,14 @@ static tk_timer_spec read_spec(void) {
     int repeating = (b >> 3) & 1;
     uint8_t leeway_kind = (b >> 4) & 3;
     uint8_t bad = b >> 6; /* 3: make it invalid */
-    s.modes = (tk_mode_set)(in_u8() & 15);
-    if (s.modes == 0) s.modes = 1;
+    s.modes = (tk_mode_set)(in_u8() & 15); /* 0: the default mode */
     if (absolute) {
         s.flags = TK_TIMER_ABSOLUTE;
         int64_t v = in_value();
         /* Mostly near the clock's reading, sometimes the raw value. */
         s.deadline_ns = (v & 1) ? v : sat_add(W_REF.ref.now[s.clock], v / 2);
     } else {
-        s.deadline_ns = in_value();
+        s.delay_ns = in_value();
     }
     if (repeating) {
         s.interval_ns = in_nonneg();
@@ -424,12 +423,16 @@ static tk_timer_spec read_spec(void) {
     default: s.leeway_ns = INT64_MAX; break;
     }
     if (bad == 3) {
-        switch (in_u8() % 6) {
+        switch (in_u8() % 7) {
         case 0: s.clock = (tk_clock)(3 + in_u8() % 8); break;
         case 1: s.interval_ns = -1 - (int64_t)in_raw(1); break;
         case 2: s.leeway_ns = -1 - (int64_t)in_raw(1); break;
-        case 3: s.modes = 0; break;
+        case 3: s.modes |= TK_MODES_INVALID; break;
         case 4: s.flags |= 2u << (in_u8() % 31); break;
+        case 5: /* the first fire in the field the flags do not name */
+            if (absolute) s.delay_ns = 1 + (int64_t)in_raw(1);
+            else s.deadline_ns = in_value() | 1;
+            break;
         default: s.interval_ns = INT64_MIN; break;
         }
     }

@@ -9,8 +9,10 @@
  *     gives every new deadline (schedule, reschedule, a repeating timer's
  *     re-arm) a fresh number; equal deadlines fire in sequence order.
  *     Times that would overflow saturate (INT64_MIN / INT64_MAX).
- *   - schedule: relative deadline = now[clock] + max(0, deadline_ns);
- *     absolute deadlines are taken as given. A repeating timer's leeway is
+ *   - schedule: relative (delay_ns) deadline = now[clock] + max(0, delay_ns);
+ *     absolute ones (deadline_ns, with TK_TIMER_ABSOLUTE) are taken as given;
+ *     the field not named by the flags must be 0. Empty modes are the
+ *     default mode; a set with TK_MODES_INVALID is -EINVAL. A repeating timer's leeway is
  *     clamped to interval / 2. A deadline of INT64_MAX never comes.
  *   - advance(mode, delta): end = now[MONOTONIC] + delta. A pending
  *     wall-clock step is reported first. Then passes, each followed by a
@@ -22,11 +24,15 @@
  *     and got its seq before the pass began; a clock whose earliest timer is
  *     not due, or is new in this pass, offers nothing more in this pass. The
  *     most overdue offer (now - deadline, largest first; then smaller seq) is
- *     taken: it fires if `mode` is one of its modes and is parked otherwise.
+ *     taken: if a callback of it is running (a nested run, or fire), it is
+ *     deferred; else it fires if `mode` is one of its modes and is parked
+ *     otherwise. A deferred timer is neither offered nor a wake-up target;
+ *     when its last running callback returns it is pending again, with a
+ *     new seq (so not in the pass that is going on).
  *     A pass of a run ends early, after the callback, once a stop is
  *     requested.
  *   - A step: the wake-up target is the least (deadline + leeway -
- *     now[clock]) among the unparked timers of `mode` (a target that
+ *     now[clock]) among the unparked, undeferred timers of `mode` (a target that
  *     saturates at INT64_MAX never comes), or 0 if a timer of `mode` is
  *     parked (a nested run in another mode parked it); if there is none or
  *     it is further away than end - now[MONOTONIC] (how far the clocks may
@@ -87,6 +93,8 @@ enum ref_state {
 typedef struct ref_timer {
     int state;
     int parked;
+    int deferred;   /* came due while a callback of it ran; waits for it */
+    int running;    /* callbacks of it running now */
     tk_clock clock;
     int64_t deadline;
     int64_t interval;
@@ -193,8 +201,10 @@ static inline int ref_check_spec(const tk_timer_spec *spec) {
     if (spec == NULL) return -EINVAL;
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
-    if (spec->modes == 0) return -EINVAL;
+    if (spec->modes & TK_MODES_INVALID) return -EINVAL;
     if (spec->flags & ~TK_TIMER_ABSOLUTE) return -EINVAL;
+    if ((spec->flags & TK_TIMER_ABSOLUTE) ? spec->delay_ns != 0 : spec->deadline_ns != 0)
+        return -EINVAL;
     return 0;
 }
 
@@ -204,15 +214,16 @@ static inline void ref_apply_spec(ref_sched *ref, ref_timer *t, const tk_timer_s
     if (spec->flags & TK_TIMER_ABSOLUTE) {
         t->deadline = spec->deadline_ns;
     } else {
-        int64_t delay = spec->deadline_ns < 0 ? 0 : spec->deadline_ns;
+        int64_t delay = spec->delay_ns < 0 ? 0 : spec->delay_ns;
         t->deadline = ref_add(ref->now[spec->clock], delay);
     }
     t->interval = spec->interval_ns;
     t->leeway = spec->leeway_ns;
     if (t->interval > 0 && t->leeway > t->interval / 2) t->leeway = t->interval / 2;
-    t->modes = spec->modes;
+    t->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
     t->seq = ref->seq++;
     t->parked = 0;
+    t->deferred = 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -279,8 +290,14 @@ static inline void ref_run_callback(ref_sched *ref, uint64_t id, uint64_t missed
     void *context = t->context;
     ref->stats.fired++;
     ref->in_callback++;
+    t->running++;
     fn(ref, id, missed, context); /* may move ref->timers */
+    t = &ref->timers[id - 1];
     ref->in_callback--;
+    if (--t->running == 0 && t->deferred && t->state == REF_SCHEDULED) {
+        t->deferred = 0;
+        t->seq = ref->seq++;
+    }
 }
 
 static inline int ref_fire(ref_sched *ref, uint64_t id) {
@@ -355,7 +372,7 @@ static inline int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[
         for (size_t k = 0; k < ref->live_count; k++) {
             size_t i = ref->live[k];
             ref_timer *t = &ref->timers[i];
-            if (t->parked) continue;
+            if (t->parked || t->deferred) continue;
             if (first[t->clock] == SIZE_MAX || ref_before(t, &ref->timers[first[t->clock]]))
                 first[t->clock] = i;
         }
@@ -376,6 +393,10 @@ static inline int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[
         }
         if (best == SIZE_MAX) break;
         ref_timer *t = &ref->timers[best];
+        if (t->running > 0) {
+            t->deferred = 1;
+            continue;
+        }
         if (!(t->modes & bit)) {
             t->parked = 1;
             continue;
@@ -403,7 +424,7 @@ static inline int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
     int64_t target = 0;
     for (size_t k = 0; k < ref->live_count; k++) {
         ref_timer *t = &ref->timers[ref->live[k]];
-        if (!(t->modes & bit)) continue;
+        if (!(t->modes & bit) || t->deferred) continue;
         int64_t v = 0; /* parked: due at once */
         if (!t->parked) {
             int64_t at = ref_add(t->deadline, t->leeway);

@@ -82,7 +82,7 @@ static tk_timer_spec mkspec(tk_clock clock, int64_t deadline, int64_t interval, 
     tk_timer_spec s;
     memset(&s, 0, sizeof s);
     s.clock = clock;
-    s.deadline_ns = deadline;
+    if (flags & TK_TIMER_ABSOLUTE) s.deadline_ns = deadline; else s.delay_ns = deadline;
     s.interval_ns = interval;
     s.leeway_ns = leeway;
     s.modes = modes;
@@ -216,7 +216,7 @@ static int snap_diff(tk_loop *loop, const timer_snap *s, int manual) {
     } while (0)
 
 /* The invalid specs: each one alone is enough for -EINVAL. */
-#define N_BAD_SPECS 14
+#define N_BAD_SPECS 17
 static tk_timer_spec bad_spec(int k) {
     tk_timer_spec s = mkspec(TK_CLOCK_MONOTONIC, 5 * MS, 0, 0, TK_MODES(0), 0);
     switch (k) {
@@ -227,12 +227,18 @@ static tk_timer_spec bad_spec(int k) {
     case 4: s.interval_ns = INT64_MIN; break;
     case 5: s.leeway_ns = -1; break;
     case 6: s.leeway_ns = INT64_MIN; s.interval_ns = MS; break;
-    case 7: s.modes = 0; break;
+    case 7: s.modes = TK_MODES_INVALID; break;
     case 8: s.flags = 0x2; break;
     case 9: s.flags = TK_TIMER_ABSOLUTE | 0x4; break;
     case 10: s.flags = 0x80000000u; break;
     case 11: s.flags = 0xffffffffu; break;
-    case 12: s.modes = 0; s.interval_ns = MS; s.flags = TK_TIMER_ABSOLUTE; break;
+    case 12: s.modes = TK_MODES(40) | TK_MODES(0); s.interval_ns = MS; break;
+    /* The first fire in the field the flags do not name: a relative time in
+     * deadline_ns (what it meant before API version 2), or a delay_ns next
+     * to TK_TIMER_ABSOLUTE. */
+    case 13: s.delay_ns = 0; s.deadline_ns = 5 * MS; break;
+    case 14: s.flags = TK_TIMER_ABSOLUTE; break;
+    case 15: s.deadline_ns = -1; break;
     default: s.leeway_ns = -MS; s.interval_ns = 10 * MS; break;
     }
     return s;
@@ -313,6 +319,9 @@ static void failing_calls(tk_loop *loop, const timer_snap *snap, int manual,
         EXPECT_FAIL(tk_loop_advance(loop, 0, INT64_MIN), -EINVAL, loop, snap, manual);
         EXPECT_FAIL(tk_loop_advance(loop, TK_MODE_COUNT, SEC), -EINVAL, loop, snap, manual);
         EXPECT_FAIL(tk_loop_advance(loop, 0xffffffffu, SEC), -EINVAL, loop, snap, manual);
+        EXPECT_FAIL(tk_loop_advance(loop, TK_MODES(0) | TK_MODES(1), SEC), -EINVAL, loop, snap,
+                    manual);
+        EXPECT_FAIL(tk_loop_advance(loop, TK_MODES_INVALID, SEC), -EINVAL, loop, snap, manual);
     } else {
         EXPECT_FAIL(tk_loop_advance(loop, 0, 0), -ENOTSUP, loop, snap, manual);
         EXPECT_FAIL(tk_loop_advance(loop, 0, SEC), -ENOTSUP, loop, snap, manual);
@@ -321,8 +330,10 @@ static void failing_calls(tk_loop *loop, const timer_snap *snap, int manual,
         EXPECT_FAIL(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, INT64_MAX / 2), -ENOTSUP,
                     loop, snap, manual);
     }
-    EXPECT_FAIL(tk_loop_run(loop, TK_MODE_COUNT, TK_FOREVER, TK_RUN_NOWAIT), -EINVAL, loop, snap,
-                manual);
+    EXPECT_FAIL(tk_loop_run(loop, TK_MODES(TK_MODE_COUNT), TK_FOREVER, TK_RUN_NOWAIT), -EINVAL,
+                loop, snap, manual);
+    /* A set of several modes, as a timer's, is not one mode to run in. */
+    EXPECT_FAIL(tk_loop_run(loop, 3, TK_FOREVER, TK_RUN_NOWAIT), -EINVAL, loop, snap, manual);
     EXPECT_FAIL(tk_loop_run(loop, 1000, TK_FOREVER, TK_RUN_NOWAIT), -EINVAL, loop, snap, manual);
 
     /* Descriptors */
@@ -560,7 +571,7 @@ static void test_failed_calls_keep_timers_manual(void) {
     int fired_once = 0;
     stale[1] = sched(loop, mkspec(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(9), 0), count_fn,
                      &fired_once);
-    CHECK_EQ(tk_loop_advance(loop, 9, 0), 1);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(9), 0), 1);
     CHECK_EQ(fired_once, 1);
 
     timer_snap snap;
@@ -624,7 +635,8 @@ static void test_failed_calls_keep_timers_real(void) {
     snap_take(loop, ids, N, &snap);
     failing_calls(loop, &snap, 0, &stale, 1);
     /* They fire, never early. */
-    CHECK_EQ(tk_loop_run(loop, 2, sys_now(TK_CLOCK_MONOTONIC) + 30 * SEC, 0), TK_RUN_STOPPED);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(2), sys_now(TK_CLOCK_MONOTONIC) + 30 * SEC, 0),
+             TK_RUN_STOPPED);
     for (int i = 0; i < N; i++) {
         CHECK_EQ(recs[i].count, 1);
         CHECK_EQ(recs[i].early, 0);
@@ -758,7 +770,7 @@ static void test_unissued_handles(void) {
     tk_timer_id ids[N];
     for (int i = 0; i < N; i++) {
         tk_timer_spec s = mkspec((tk_clock)(i % 3), (i + 1) * SEC, (i % 4) ? 0 : SEC, 0,
-                                 TK_MODES(i % 32), 0);
+                                 TK_MODES(i % TK_MODE_COUNT), 0);
         ids[i] = sched(loop, s, count_fn, NULL);
     }
     /* cancel a few so there are free slots with old generations */
@@ -925,30 +937,36 @@ static void test_manual_only(void) {
     CHECK_EQ(tk_loop_now(m, TK_CLOCK_REALTIME, &now), 0);
     CHECK_EQ(now, SEC);
     CHECK_EQ(tk_loop_advance(m, 0, -1), -EINVAL);
-    CHECK_EQ(tk_loop_advance(m, TK_MODE_COUNT, 0), -EINVAL);
-    CHECK_EQ(tk_loop_run(m, TK_MODE_COUNT, TK_FOREVER, TK_RUN_NOWAIT), -EINVAL);
-    CHECK_EQ(tk_loop_advance(m, TK_MODE_COUNT - 1, 0), 0);
+    CHECK_EQ(tk_loop_advance(m, TK_MODES(TK_MODE_COUNT), 0), -EINVAL);
+    CHECK_EQ(tk_loop_run(m, TK_MODES(TK_MODE_COUNT), TK_FOREVER, TK_RUN_NOWAIT), -EINVAL);
+    CHECK_EQ(tk_loop_advance(m, TK_MODES(TK_MODE_COUNT - 1), 0), 0);
+    CHECK_EQ(tk_loop_advance(m, 0, 0), 0); /* the empty set: the default mode */
     CHECK_EQ(tk_loop_destroy(m), 0);
 }
 
-/* TK_MODES of a mode outside [0, TK_MODE_COUNT) is the empty set, which
- * schedule and reschedule reject; it is never an out-of-range shift (the
- * modes come through a volatile, so the shift happens at run time, where
+/* TK_MODES of a mode outside [0, TK_MODE_COUNT) is TK_MODES_INVALID, which
+ * schedule, reschedule, run and advance reject (not the empty set, which
+ * means the default mode); it is never an out-of-range shift (the modes come
+ * through a volatile, so the shift happens at run time, where
  * -fsanitize=shift would see it). */
-_Static_assert(TK_MODES(0) == 1u && TK_MODES(31) == 0x80000000u, "TK_MODES in range");
-_Static_assert(TK_MODES(32) == 0 && TK_MODES(-1) == 0 && TK_MODES(1LL << 32) == 0,
-               "TK_MODES out of range is empty");
+_Static_assert(TK_MODES(0) == 1u && TK_MODES(30) == 0x40000000u, "TK_MODES in range");
+_Static_assert(TK_MODES(31) == TK_MODES_INVALID && TK_MODES(32) == TK_MODES_INVALID &&
+                   TK_MODES(-1) == TK_MODES_INVALID && TK_MODES(1LL << 32) == TK_MODES_INVALID,
+               "TK_MODES out of range is invalid");
+_Static_assert((TK_MODES_ALL & TK_MODES_INVALID) == 0 &&
+                   (TK_MODES_ALL | TK_MODES_INVALID) == UINT32_MAX,
+               "every mode is in TK_MODES_ALL");
 
 static void test_modes_out_of_range(void) {
-    static const long long modes[] = {32, 33, 63, 64, 65, 127, 128, 1000, UINT32_MAX,
+    static const long long modes[] = {31, 32, 33, 63, 64, 65, 127, 128, 1000, UINT32_MAX,
                                       -1, -32, INT32_MIN, INT64_MIN, INT64_MAX};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         volatile long long wide_mode = modes[i];
         volatile unsigned unsigned_mode = (unsigned)modes[i];
         volatile int int_mode = (int)modes[i];
-        CHECK_EQ(TK_MODES(wide_mode), 0);
-        if (unsigned_mode >= TK_MODE_COUNT) CHECK_EQ(TK_MODES(unsigned_mode), 0);
-        if ((long long)int_mode == modes[i]) CHECK_EQ(TK_MODES(int_mode), 0);
+        CHECK_EQ(TK_MODES(wide_mode), TK_MODES_INVALID);
+        if (unsigned_mode >= TK_MODE_COUNT) CHECK_EQ(TK_MODES(unsigned_mode), TK_MODES_INVALID);
+        if ((long long)int_mode == modes[i]) CHECK_EQ(TK_MODES(int_mode), TK_MODES_INVALID);
     }
     for (volatile unsigned mode = 0; mode < TK_MODE_COUNT; mode++) {
         CHECK_EQ(TK_MODES(mode), (tk_mode_set)1u << mode);
@@ -1102,7 +1120,7 @@ static void fill_loop(tk_loop *loop, int n, int *calls) {
         int64_t delay = 3600 * SEC + (int64_t)rng_below(&g_rng, 86400 * SEC);
         int64_t interval = rng_below(&g_rng, 4) == 0 ? (int64_t)rng_below(&g_rng, 10 * SEC) + 1 : 0;
         int64_t leeway = (int64_t)rng_below(&g_rng, SEC);
-        tk_mode_set modes = (tk_mode_set)rng_next(&g_rng) | 1u;
+        tk_mode_set modes = ((tk_mode_set)rng_next(&g_rng) & TK_MODES_ALL) | 1u;
         uint32_t flags = 0;
         if (c == TK_CLOCK_REALTIME && (i & 1)) {
             delay += now;
@@ -1385,11 +1403,55 @@ static void test_watch_errors(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
+/* The easy mistakes of API version 1 fail or do the obvious thing: a
+ * zero-initialised spec is a one-shot due now in the default mode; a time in
+ * the field the flags do not name is -EINVAL, whichever way round; a run
+ * takes its mode as a set, like a timer, and the empty set is the default. */
+static void test_api_pairs(void) {
+    tk_loop *loop = new_manual(5 * SEC);
+    int calls = 0;
+    tk_timer_spec zero = {0};
+    tk_timer_id id = sched(loop, zero, count_fn, &calls);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+    CHECK_EQ(info.modes, TK_MODES(TK_MODE_DEFAULT));
+    CHECK_EQ(info.deadline_ns, 5 * SEC);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(1), 0), 0); /* not its mode */
+    CHECK_EQ(tk_loop_advance(loop, 0, 0), 1);            /* the empty set: the default */
+    CHECK_EQ(calls, 1);
+
+    /* Version-1 code that put a relative time in deadline_ns. */
+    tk_timer_spec old = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 10 * MS};
+    CHECK_EQ(tk_loop_schedule(loop, &old, count_fn, &calls, &id), -EINVAL);
+    tk_timer_spec mixed = {.delay_ns = 10 * MS, .deadline_ns = 6 * SEC, .flags = TK_TIMER_ABSOLUTE};
+    CHECK_EQ(tk_loop_schedule(loop, &mixed, count_fn, &calls, &id), -EINVAL);
+    tk_timer_spec in_10ms = {.delay_ns = 10 * MS};
+    tk_timer_spec at_6s = {.deadline_ns = 6 * SEC, .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_id a = sched(loop, in_10ms, count_fn, &calls);
+    tk_timer_id b = sched(loop, at_6s, count_fn, &calls);
+    CHECK_EQ(tk_loop_timer_info(loop, a, &info), 0);
+    CHECK_EQ(info.deadline_ns, 5 * SEC + 10 * MS);
+    CHECK_EQ(tk_loop_timer_info(loop, b, &info), 0);
+    CHECK_EQ(info.deadline_ns, 6 * SEC);
+    CHECK_EQ(tk_loop_reschedule(loop, a, &old), -EINVAL);
+    CHECK_EQ(tk_loop_timer_info(loop, a, &info), 0);
+    CHECK_EQ(info.deadline_ns, 5 * SEC + 10 * MS); /* unchanged */
+
+    /* Modes: a set of one to run in; several, or an index out of range, no. */
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(0) | TK_MODES(1), SEC), -EINVAL);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0) | TK_MODES(2), TK_FOREVER, TK_RUN_NOWAIT), -EINVAL);
+    tk_timer_spec bad_mode = {.delay_ns = MS, .modes = TK_MODES(TK_MODE_COUNT)};
+    CHECK_EQ(tk_loop_schedule(loop, &bad_mode, count_fn, &calls, &id), -EINVAL);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(TK_MODE_DEFAULT), SEC), 2);
+    CHECK_EQ(calls, 3);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A handle belongs to its loop: every loop hands out the same first slot,
  * but another loop's handle names nothing here, and touches nothing. */
 static void test_foreign_handles(void) {
     tk_loop *a = new_manual(0), *b = new_manual(0);
-    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 1000, .modes = TK_MODES(0)};
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000, .modes = TK_MODES(0)};
     tk_timer_id in_a[8], in_b[8];
     for (int i = 0; i < 8; i++) {
         CHECK_EQ(tk_loop_schedule(a, &spec, count_fn, NULL, &in_a[i]), 0);
@@ -1473,6 +1535,7 @@ static const test_case tests[] = {
     {"failed_calls_keep_timers_real", test_failed_calls_keep_timers_real, 300},
     {"stale_handles", test_stale_handles, 300},
     {"unissued_handles", test_unissued_handles, 300},
+    {"api_pairs", test_api_pairs, 60},
     {"destroy_while_running", test_destroy_while_running, 300},
     {"manual_only", test_manual_only, 300},
     {"modes_out_of_range", test_modes_out_of_range, 300},

@@ -400,14 +400,14 @@ static void test_modes(void) {
     tk_frame_ticker *ticker = NULL;
     CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
     CHECK_EQ(tk_loop_advance(loop, 0, 35 * MS), 0); /* mode 0: waits */
-    CHECK_EQ(tk_loop_advance(loop, 1, 0), 1);       /* mode 1: the latest grid point */
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(1), 0), 1); /* mode 1: the latest grid point */
     CHECK_FRAME(&r, 0, 30, 2);
     CHECK_EQ(tk_frame_ticker_set_modes(ticker, 0), 0); /* 0: the default mode */
     CHECK_EQ(info_of(ticker).modes, TK_MODES(TK_MODE_DEFAULT));
     CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1);
     CHECK_FRAME(&r, 1, 40, 0);
     CHECK_EQ(tk_frame_ticker_set_modes(ticker, TK_MODES(0) | TK_MODES(1)), 0);
-    CHECK_EQ(tk_loop_advance(loop, 1, 10 * MS), 1);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(1), 10 * MS), 1);
     CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
@@ -660,7 +660,7 @@ static void fill_heap(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *fr
     on_frame(loop, ticker, frame, context);
     if (frame->index != 1) return;
     atomic_store(&g_fail_aligned_allocations, 1);
-    tk_timer_spec far = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 3600 * 1000 * MS,
+    tk_timer_spec far = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 3600 * 1000 * MS,
                          .modes = TK_MODES(TK_MODE_DEFAULT)};
     tk_timer_id id;
     int result;

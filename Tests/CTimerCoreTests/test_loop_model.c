@@ -279,7 +279,8 @@ static int w_set_time(world *w, tk_clock clock, int64_t v) {
 }
 
 static int64_t w_advance(world *w, unsigned mode, int64_t delta) {
-    return w->is_ref ? ref_advance(&w->ref, mode, delta) : tk_loop_advance(w->loop, mode, delta);
+    return w->is_ref ? ref_advance(&w->ref, mode, delta)
+                     : tk_loop_advance(w->loop, TK_MODES(mode), delta);
 }
 
 static int w_stats(world *w, tk_loop_stats *stats) {
@@ -303,7 +304,7 @@ static int w_reserve(world *w, tk_clock clock, uint32_t n) {
 
 static int w_run(world *w, unsigned mode, int64_t until, uint32_t flags) {
     return w->is_ref ? ref_run(&w->ref, mode, until, flags)
-                     : tk_loop_run(w->loop, mode, until, flags);
+                     : tk_loop_run(w->loop, TK_MODES(mode), until, flags);
 }
 
 static int w_stop(world *w) { return w->is_ref ? ref_stop(&w->ref) : tk_loop_stop(w->loop); }
@@ -400,7 +401,8 @@ typedef struct result {
 static void describe_spec(char *buf, size_t n, const tk_timer_spec *s) {
     snprintf(buf, n, "{clock %d, %s %" PRId64 ", interval %" PRId64 ", leeway %" PRId64
              ", modes %#x, flags %#x}",
-             (int)s->clock, (s->flags & TK_TIMER_ABSOLUTE) ? "at" : "in", s->deadline_ns,
+             (int)s->clock, (s->flags & TK_TIMER_ABSOLUTE) ? "at" : "in",
+             (s->flags & TK_TIMER_ABSOLUTE) ? s->deadline_ns : s->delay_ns,
              s->interval_ns, s->leeway_ns, s->modes, s->flags);
 }
 
@@ -600,8 +602,8 @@ static tk_mode_set pick_modes(uint64_t *r) {
     uint64_t k = rng_below(r, 100);
     if (k < 60) return (tk_mode_set)rng_range(r, 1, 15);
     if (k < 80) return TK_MODES(0);
-    if (k < 90) return 0xffffffffu;
-    return (tk_mode_set)(1u << 31) | (tk_mode_set)rng_below(r, 16);
+    if (k < 90) return TK_MODES_ALL;
+    return (tk_mode_set)(1u << 30) | (tk_mode_set)rng_below(r, 16);
 }
 
 /* A valid spec. `top` allows tiny intervals (callbacks never make them, so
@@ -620,7 +622,7 @@ static tk_timer_spec pick_spec(uint64_t *r, int top) {
         else if (k < 30) s.deadline_ns = now;
         else s.deadline_ns = sat_add(now, rng_range(r, -50 * U, 100 * U));
     } else {
-        s.deadline_ns = pick_delay(r);
+        s.delay_ns = pick_delay(r);
     }
     if (rng_pct(r, 40)) {
         static const int64_t grid[] = {U, 2 * U, 5 * U, 10 * U, 37 * U, 100 * U};
@@ -640,12 +642,16 @@ static tk_timer_spec pick_spec(uint64_t *r, int top) {
 
 static tk_timer_spec pick_bad_spec(uint64_t *r) {
     tk_timer_spec s = pick_spec(r, 0);
-    switch (rng_below(r, 6)) {
+    switch (rng_below(r, 8)) {
     case 0: s.clock = (tk_clock)(TK_CLOCK_COUNT + rng_below(r, 3)); break;
     case 1: s.interval_ns = -(int64_t)rng_range(r, 1, 1000); break;
     case 2: s.leeway_ns = rng_pct(r, 50) ? -1 : INT64_MIN; break;
-    case 3: s.modes = 0; break;
-    case 4: s.flags = 2u << rng_below(r, 31); break;
+    case 3: s.modes |= TK_MODES_INVALID; break;
+    case 4: s.flags |= 2u << rng_below(r, 31); break;
+    /* The first fire in the field the flags do not name. */
+    case 5: if (s.flags & TK_TIMER_ABSOLUTE) s.delay_ns = rng_range(r, 1, 100 * U);
+            else s.deadline_ns = rng_pct(r, 50) ? -1 : rng_range(r, 1, 100 * U); break;
+    case 6: s.modes = TK_MODES(TK_MODE_COUNT + rng_below(r, 40)); break;
     default: s.interval_ns = INT64_MIN; break;
     }
     return s;
@@ -1196,7 +1202,15 @@ static const char *g_scenario;
 
 static tk_timer_spec spec_in(tk_clock clock, int64_t in, int64_t interval, int64_t leeway,
                              tk_mode_set modes) {
-    tk_timer_spec s = {clock, in, interval, leeway, modes, 0};
+    tk_timer_spec s = {.clock = clock, .delay_ns = in, .interval_ns = interval,
+                       .leeway_ns = leeway, .modes = modes};
+    return s;
+}
+
+static tk_timer_spec spec_at(tk_clock clock, int64_t at, int64_t interval, int64_t leeway,
+                             tk_mode_set modes) {
+    tk_timer_spec s = {.clock = clock, .deadline_ns = at, .interval_ns = interval,
+                       .leeway_ns = leeway, .modes = modes, .flags = TK_TIMER_ABSOLUTE};
     return s;
 }
 
@@ -1535,8 +1549,14 @@ static void scenario_errors(void) {
     EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "interval -1");
     bad = good; bad.leeway_ns = -1;
     EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "leeway -1");
-    bad = good; bad.modes = 0;
-    EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "modes 0");
+    bad = good; bad.modes = TK_MODES(TK_MODE_COUNT);
+    EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "TK_MODES(31)");
+    bad = good; bad.modes = 1u << 31;
+    EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "bit 31");
+    bad = good; bad.deadline_ns = 10;
+    EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "deadline_ns without TK_TIMER_ABSOLUTE");
+    bad = good; bad.flags = TK_TIMER_ABSOLUTE;
+    EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "delay_ns with TK_TIMER_ABSOLUTE");
     bad = good; bad.flags = 4;
     EXPECT(w_schedule(S, &bad, 0, &rec) == -EINVAL, "flags 4");
     EXPECT(w_schedule(S, &good, NULL_SPEC, &rec) == -EINVAL, "NULL spec");
@@ -1544,15 +1564,15 @@ static void scenario_errors(void) {
     EXPECT(w_schedule(S, &good, NULL_ID, &rec) == -EINVAL, "NULL id");
     EXPECT(stats().pending == 0, "a failed schedule left a timer");
     uint32_t t = sched(good);
-    bad = good; bad.modes = 0;
-    EXPECT(w_reschedule(S, S->handles[t], &bad) == -EINVAL, "reschedule modes 0");
+    bad = good; bad.modes = TK_MODES_INVALID;
+    EXPECT(w_reschedule(S, S->handles[t], &bad) == -EINVAL, "reschedule invalid modes");
     EXPECT(w_reschedule(S, S->handles[t], NULL) == -EINVAL, "reschedule NULL");
     tk_timer_info info;
     EXPECT(w_info(S, S->handles[t], &info) == 0 && info.deadline_ns == 10 && info.modes == 1,
            "failed reschedule changed the timer");
     EXPECT(w_info(S, S->handles[t], NULL) == -EINVAL, "info NULL");
     EXPECT(w_cancel(S, 0) == -ENOENT, "cancel(0)");
-    EXPECT(w_advance(S, TK_MODE_COUNT, 0) == -EINVAL, "mode 32");
+    EXPECT(w_advance(S, TK_MODE_COUNT, 0) == -EINVAL, "mode 31");
     EXPECT(w_advance(S, 0, -1) == -EINVAL, "delta -1");
     EXPECT(w_set_time(S, TK_CLOCK_MONOTONIC, -1) == -EINVAL, "monotonic backwards");
     EXPECT(w_set_time(S, TK_CLOCK_BOOTTIME, -1) == -EINVAL, "boot backwards");
@@ -1632,8 +1652,7 @@ static void scenario_never_comes(void) {
     scenario_begin("never-comes", INT64_MAX - 1000);
     if (S_failed) { scenario_end(); return; }
     sched(spec_in(TK_CLOCK_REALTIME, 5000, 0, 0, 1));                 /* saturates */
-    tk_timer_spec at_max = spec_in(TK_CLOCK_MONOTONIC, INT64_MAX, 0, 0, 1);
-    at_max.flags = TK_TIMER_ABSOLUTE;
+    tk_timer_spec at_max = spec_at(TK_CLOCK_MONOTONIC, INT64_MAX, 0, 0, 1);
     sched(at_max);
     sched(spec_in(TK_CLOCK_BOOTTIME, INT64_MAX, 7, 0, 1));            /* repeating */
     EXPECT(w_set_time(S, TK_CLOCK_REALTIME, INT64_MAX) == 0, "wall to INT64_MAX");
@@ -1654,8 +1673,7 @@ static void scenario_never_comes(void) {
 static void scenario_far_past_repeating(void) {
     scenario_begin("far-past-repeating", 0);
     if (S_failed) { scenario_end(); return; }
-    tk_timer_spec s = spec_in(TK_CLOCK_MONOTONIC, INT64_MIN, 1, 0, 1);
-    s.flags = TK_TIMER_ABSOLUTE;
+    tk_timer_spec s = spec_at(TK_CLOCK_MONOTONIC, INT64_MIN, 1, 0, 1);
     uint32_t a = sched(s);
     s.interval_ns = 3;
     uint32_t b = sched(s);
@@ -1723,8 +1741,7 @@ static void scenario_grid_extremes(void) {
                 tk_clock clock = (tk_clock)(cases++ % TK_CLOCK_COUNT);
                 EXPECT(w_destroy(S) == 0 && w_create(S, now) == 0, "cannot make a loop at %" PRId64,
                        now);
-                tk_timer_spec spec = spec_in(clock, deadline, interval, 0, 1);
-                spec.flags = TK_TIMER_ABSOLUTE;
+                tk_timer_spec spec = spec_at(clock, deadline, interval, 0, 1);
                 uint32_t t = sched(spec);
                 int64_t n = w_advance(S, 0, 0);
                 tk_timer_info info;
@@ -1912,23 +1929,24 @@ static void scenario_run_repeating(void) {
 }
 
 /* A one-shot revived by its own callback, which then runs the loop nested:
- * the nested pass fires it again, and that callback returns without
- * reviving it, so it has fired for good. Back in the first callback, its
- * handle names no timer. */
-typedef struct refire { int depth; int64_t nested; int64_t cancel, info, reschedule; } refire;
+ * the nested pass does not fire it while that callback runs (it is set
+ * aside, still scheduled), nor does the rest of the outer pass; the next
+ * pass fires it once. */
+typedef struct refire { int depth; int64_t nested; int64_t info, reschedule; size_t nested_log; } refire;
 
 static void refire_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
     (void)kind;
     (void)missed;
     refire *r = w->hook_data;
-    if (rec != 0 || r->depth++ > 0) return; /* the nested firing does nothing */
+    if (rec != 0 || r->depth++ > 0) return; /* the second firing does nothing */
     tk_timer_spec now = spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0));
     EXPECT(w_reschedule(w, w->handles[0], &now) == 0, "revive");
-    r->nested = r->depth == 1 ? w_run(w, 0, TK_FOREVER, TK_RUN_NOWAIT) : -1;
+    size_t before = w->nlog;
+    r->nested = w_run(w, 0, TK_FOREVER, TK_RUN_NOWAIT);
+    r->nested_log = w->nlog - before;
     tk_timer_info info;
     r->info = w_info(w, w->handles[0], &info);
     r->reschedule = w_reschedule(w, w->handles[0], &now);
-    r->cancel = w_cancel(w, w->handles[0]);
 }
 
 static void scenario_refire_in_nested_run(void) {
@@ -1942,13 +1960,70 @@ static void scenario_refire_in_nested_run(void) {
     int rc = w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
     EXPECT(n == 0 && rc == TK_RUN_PASSED && r.nested == TK_RUN_PASSED,
            "advance %" PRId64 ", run %d, nested run %" PRId64, n, rc, r.nested);
-    EXPECT(S->nlog == 2 && r.depth == 2, "%zu callbacks", S->nlog);
-    EXPECT(r.info == -ENOENT && r.reschedule == -ENOENT && r.cancel == -ENOENT,
-           "after its nested firing: info %" PRId64 ", reschedule %" PRId64 ", cancel %" PRId64
-           ", want -ENOENT each",
-           r.info, r.reschedule, r.cancel);
+    EXPECT(r.nested_log == 0 && S->nlog == 1 && r.depth == 1,
+           "%zu callbacks in the nested run, %zu in all", r.nested_log, S->nlog);
+    EXPECT(r.info == 0 && r.reschedule == 0,
+           "set aside, it is still scheduled: info %" PRId64 ", reschedule %" PRId64, r.info,
+           r.reschedule);
+    EXPECT(stats().pending == 1 && stats().fired == 1, "pending %" PRIu64 " fired %" PRIu64,
+           stats().pending, stats().fired);
+    rc = w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
+    EXPECT(rc == TK_RUN_PASSED && S->nlog == 2 && r.depth == 2, "then %zu callbacks", S->nlog);
     EXPECT(stats().pending == 0 && stats().fired == 2, "pending %" PRIu64 " fired %" PRIu64,
            stats().pending, stats().fired);
+    scenario_end();
+}
+
+/* A repeating timer whose callback runs the loop nested in the same mode for
+ * a while (as a modal loop does): the nested run fires the other timers but
+ * never this one while its callback runs, so its callbacks never stack; it
+ * fires once after that callback returns, with the periods it skipped as
+ * `missed`. */
+typedef struct modal { int depth, most; size_t nested_log; int64_t nested; } modal;
+
+static void modal_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    modal *m = w->hook_data;
+    if (rec != 0) return;
+    if (++m->depth > m->most) m->most = m->depth;
+    if (m->depth == 1 && w->nlog == 1) {
+        size_t before = w->nlog;
+        m->nested = w_run(w, 0, w_now(w, TK_CLOCK_MONOTONIC) + 55, 0);
+        m->nested_log = w->nlog - before;
+    }
+    m->depth--;
+}
+
+static void scenario_repeating_in_modal_run(void) {
+    scenario_begin("repeating-in-modal-run", 0);
+    if (S_failed) { scenario_end(); return; }
+    modal m = {0, 0, 0, 99};
+    S->hook = modal_hook;
+    S->hook_data = &m;
+    uint32_t a = sched(spec_in(TK_CLOCK_MONOTONIC, 10, 10, 0, TK_MODES(0)));
+    uint32_t b = sched(spec_in(TK_CLOCK_MONOTONIC, 15, 20, 0, TK_MODES(0)));
+    int rc = w_run(S, 0, 10, 0); /* a at 10; its nested run to 65 */
+    EXPECT(rc == TK_RUN_TIMED_OUT && m.nested == TK_RUN_TIMED_OUT && m.most == 1,
+           "run %d, nested run %" PRId64 ", depth %d", rc, m.nested, m.most);
+    /* In the nested run only b fired: at 15, 35 and 55. */
+    EXPECT(m.nested_log == 3 && S->nlog == 4, "nested %zu, all %zu", m.nested_log, S->nlog);
+    for (size_t i = 1; i < S->nlog && i < 4; i++) {
+        EXPECT(S->log[i].rec == b && S->log[i].now[TK_CLOCK_MONOTONIC] == 15 + 20 * (int64_t)(i - 1),
+               "nested fire %zu: timer %u at %" PRId64, i, S->log[i].rec,
+               S->log[i].now[TK_CLOCK_MONOTONIC]);
+    }
+    /* Back at 65, a is due since 20: one fire, four periods skipped. */
+    int64_t n = w_advance(S, 0, 0);
+    EXPECT(n == 1 && S->nlog == 5 && S->log[4].rec == a && S->log[4].missed == 4 &&
+               S->log[4].now[TK_CLOCK_MONOTONIC] == 65,
+           "then %" PRId64 " fired; last: timer %u, missed %" PRIu64 " at %" PRId64, n,
+           S->nlog ? S->log[S->nlog - 1].rec : 0, S->nlog ? S->log[S->nlog - 1].missed : 0,
+           S->nlog ? S->log[S->nlog - 1].now[TK_CLOCK_MONOTONIC] : 0);
+    tk_timer_info info;
+    EXPECT(w_info(S, S->handles[a], &info) == 0 && info.deadline_ns == 70, "next at %" PRId64,
+           info.deadline_ns);
+    EXPECT(m.most == 1, "callbacks of a stacked %d deep", m.most);
     scenario_end();
 }
 
@@ -2037,6 +2112,7 @@ static void test_run_until_idle(void) {
 static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
 static void test_refire_in_nested_run(void) {
     on_both_worlds_isolated(scenario_refire_in_nested_run, "refire-in-nested-run");
+    on_both_worlds_isolated(scenario_repeating_in_modal_run, "repeating-in-modal-run");
 }
 static void test_run_repeating(void) {
     on_both_worlds_isolated(scenario_run_repeating, "run-repeating");

@@ -67,7 +67,7 @@ static tk_timer_spec mkspec(tk_clock clock, int64_t deadline, int64_t interval,
     tk_timer_spec s;
     memset(&s, 0, sizeof s);
     s.clock = clock;
-    s.deadline_ns = deadline;
+    if (flags & TK_TIMER_ABSOLUTE) s.deadline_ns = deadline; else s.delay_ns = deadline;
     s.interval_ns = interval;
     s.leeway_ns = leeway;
     s.modes = modes;
@@ -118,7 +118,7 @@ static void free_loop(tk_loop *loop) { CHECK_EQ(tk_loop_destroy(loop), 0); }
 
 /* Runs `loop` in `mode` for at most `ns` nanoseconds of monotonic time. */
 static int run_for(tk_loop *loop, unsigned mode, int64_t ns) {
-    return tk_loop_run(loop, mode, sys_now(TK_CLOCK_MONOTONIC) + ns, 0);
+    return tk_loop_run(loop, TK_MODES(mode), sys_now(TK_CLOCK_MONOTONIC) + ns, 0);
 }
 
 static tk_loop_stats stats_of(tk_loop *loop) {
@@ -691,17 +691,17 @@ static void test_modes(void) {
     r.d0 = sched_rel(loop, r.clock, 2 * MS, r.interval, 0, TK_MODES(2), rep_fn, &r, &r.id);
     CHECK_EQ(run_for(loop, 1, 60 * MS), TK_RUN_TIMED_OUT);
     CHECK_EQ(r.fires, 0);
-    CHECK_EQ(tk_loop_run(loop, 2, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(2), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
     CHECK_EQ(r.fires, 1);
     CHECK_GE(r.total_missed, 1);
     CHECK_EQ(r.early, 0);
     CHECK_EQ(r.info_bad, 0);
     CHECK_EQ(tk_loop_cancel(loop, r.id), 0);
 
-    /* A timer in both modes fires in either; bit 31 is a mode too. */
-    unsigned run_modes[3] = {1, 0, 31};
+    /* A timer in both modes fires in either; the last mode is a mode too. */
+    unsigned run_modes[3] = {1, 0, TK_MODE_COUNT - 1};
     tk_mode_set sets[3] = {TK_MODES(0) | TK_MODES(1), TK_MODES(0) | TK_MODES(1),
-                           TK_MODES(31) | TK_MODES(5)};
+                           TK_MODES(TK_MODE_COUNT - 1) | TK_MODES(5)};
     for (int i = 0; i < 3; i++) {
         shot_group g = {0, 1, 0};
         shot x = {.group = &g, .clock = TK_CLOCK_BOOTTIME};
@@ -756,7 +756,7 @@ static void nest_t1(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
     if (tk_loop_schedule(loop, &s3, nest_t3, n, &n->t3) != 0) nest_log(n, -1);
     if (tk_loop_schedule(loop, &s2, nest_t2, n, &n->t2) != 0) nest_log(n, -1);
     if (tk_loop_schedule(loop, &s4, nest_t4, n, &t4) != 0) nest_log(n, -1);
-    n->nested_rc = tk_loop_run(loop, 1, sys_now(TK_CLOCK_MONOTONIC) + PATIENCE, 0);
+    n->nested_rc = tk_loop_run(loop, TK_MODES(1), sys_now(TK_CLOCK_MONOTONIC) + PATIENCE, 0);
     nest_log(n, 9);
     tk_timer_info info;
     if (tk_loop_timer_info(loop, n->t3, &info) == 0) n->t3_waiting = info.waiting_for_mode;
@@ -946,7 +946,7 @@ static void test_thread_busy_and_stop(void) {
     runner r;
     start_running(&r, loop);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), -EBUSY);
-    CHECK_EQ(tk_loop_run(loop, 1, sys_now(TK_CLOCK_MONOTONIC) + 10 * MS, 0), -EBUSY);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(1), sys_now(TK_CLOCK_MONOTONIC) + 10 * MS, 0), -EBUSY);
     CHECK_EQ(tk_loop_destroy(loop), -EBUSY);
     int done = atomic_load(&r.done);
     CHECK_EQ(done, 0);

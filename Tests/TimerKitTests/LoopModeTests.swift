@@ -182,6 +182,39 @@ struct LoopModeTests {
         badge.invalidate()
     }
 
+    @Test("a repeating timer whose action runs the loop in its own mode does not re-enter itself")
+    func modalRunInOwnMode() throws {
+        // A modal loop run from a timer's action, in the same mode: the
+        // nested run fires other timers, never this one while its action
+        // runs (before, each nested pass re-entered it, down to a stack
+        // overflow). It fires once afterwards, with the skipped periods.
+        let loop = try TimerLoop.manual()
+        let depth = Locked((now: 0, most: 0))
+        let log = Locked<[String]>([])
+        let other = try loop.schedule(after: .milliseconds(15), repeating: .milliseconds(20)) {
+            _, _ in log.withLock { $0.append("other @\(loop.time)") }
+        }
+        let modal = try loop.schedule(after: .milliseconds(10), repeating: .milliseconds(10)) {
+            _, missed in
+            depth.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            log.withLock { $0.append("modal \(missed) @\(loop.time)") }
+            if log.value.count == 1 { _ = try? loop.run(for: .milliseconds(55)) }
+            depth.withLock { $0.now -= 1 }
+        }
+        #expect(try loop.run(for: .milliseconds(10)) == .timedOut)
+        #expect(depth.value.most == 1)
+        #expect(loop.time == .milliseconds(65))
+        #expect(try loop.advance(by: .zero) == 1)
+        #expect(log.value == [
+            "modal 0 @0.01 seconds",
+            "other @0.015 seconds", "other @0.035 seconds", "other @0.055 seconds",
+            "modal 4 @0.065 seconds",
+        ])
+        #expect(depth.value.most == 1)
+        modal.invalidate()
+        other.invalidate()
+    }
+
     @Test("on a manual loop a run without a deadline does not move time; stop ends it")
     func manualRunWithoutDeadline() throws {
         let loop = try TimerLoop.manual()

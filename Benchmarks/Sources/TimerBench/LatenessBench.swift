@@ -237,7 +237,7 @@ final class CLoopLateness: LatenessPeer {
         let first = monotonicNanoseconds() + 2 * spec.period
         let round = spec.makeRound(first: first)
         var timerSpec = tk_timer_spec(
-            clock: TK_CLOCK_MONOTONIC, deadline_ns: first, interval_ns: spec.period, leeway_ns: 0,
+            clock: TK_CLOCK_MONOTONIC, delay_ns: 0, deadline_ns: first, interval_ns: spec.period, leeway_ns: 0,
             modes: 1, flags: UInt32(TK_TIMER_ABSOLUTE))
         var id: tk_timer_id = 0
         let context = Unmanaged.passRetained(round)

@@ -127,7 +127,8 @@ final class CoreScheduleSide: ScheduleSide {
     @inline(__always)
     private func schedule(_ delay: Int64) throws -> tk_timer_id {
         var spec = tk_timer_spec(
-            clock: TK_CLOCK_MONOTONIC, deadline_ns: delay, interval_ns: 0, leeway_ns: 0, modes: 1, flags: 0)
+            clock: TK_CLOCK_MONOTONIC, delay_ns: delay, deadline_ns: 0, interval_ns: 0, leeway_ns: 0, modes: 1,
+            flags: 0)
         var id: tk_timer_id = 0
         let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, nil, &id)
         guard result == 0 else { throw SideFailure("tk_loop_schedule returned \(result)") }
