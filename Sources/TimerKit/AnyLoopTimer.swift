@@ -25,8 +25,15 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// only a manual loop's time can reach.
     let needsManualLoop: Bool
 
-    let state: ThreadLocked<State>
+    /// Guards `guarded`, inside this object: a timer is one allocation.
+    private let lock = InlineLock()
+    /// Only touched under `lock`, which is what keeps accesses apart: the
+    /// runtime's exclusivity bookkeeping would only add cost.
+    @exclusivity(unchecked) private var guarded: State
 
+    /// What the timer knows besides the C core: the loop and handle while
+    /// scheduled, validity, and the settings to schedule it with (the C table
+    /// holds the ones in force once it is scheduled).
     struct State {
         /// The loop it is scheduled on, kept alive while it is.
         var loop: TimerLoop?
@@ -51,9 +58,20 @@ public class AnyLoopTimer: @unchecked Sendable {
         // every schedule.
         var intervalNanoseconds: Int64 = 0
         if let interval { intervalNanoseconds = try Self.intervalNanoseconds(interval) }
-        self.state = ThreadLocked(State(
+        self.guarded = State(
             firstFire: firstFire, firstFireIsAbsolute: absolute,
-            interval: intervalNanoseconds, tolerance: try Self.toleranceNanoseconds(tolerance)))
+            interval: intervalNanoseconds, tolerance: try Self.toleranceNanoseconds(tolerance))
+    }
+
+    /// Runs `body` with the state, holding the timer's lock. `body` must not
+    /// block or call back into the timer.
+    @inline(__always)
+    func withState<Result, Failure: Error>(
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&guarded)
     }
 
     /// A repeating interval in nanoseconds: at least 1 ns, since the core
@@ -66,8 +84,9 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     /// A tolerance in nanoseconds (a part of a nanosecond counts as none).
     static func toleranceNanoseconds(_ tolerance: Duration) throws(TimerError) -> Int64 {
-        if tolerance == .zero { return 0 }  // the common case, without a 128-bit division
-        guard tolerance > .zero else { throw .negativeTolerance(tolerance) }
+        let attoseconds = tolerance.attoseconds
+        if attoseconds == 0 { return 0 }  // the common case
+        guard attoseconds > 0 else { throw .negativeTolerance(tolerance) }
         return tolerance.saturatingNanoseconds
     }
 
@@ -76,24 +95,24 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Whether the timer can still fire: false once invalidated, and for a
     /// one-shot timer once it has fired.
     public var isValid: Bool {
-        state.withLock { $0.isValid }
+        withState { $0.isValid }
     }
 
     /// The period of a repeating timer; `nil` for a one-shot timer.
     public var interval: Duration? {
-        state.withLock { $0.interval > 0 ? .nanoseconds($0.interval) : nil }
+        withState { $0.interval > 0 ? .nanoseconds($0.interval) : nil }
     }
 
     /// The tolerance asked for. (A repeating timer uses at most half its
     /// interval.)
     public var tolerance: Duration {
-        state.withLock { .nanoseconds($0.tolerance) }
+        withState { .nanoseconds($0.tolerance) }
     }
 
     /// Whether the timer came due while its loop ran a mode outside the
     /// timer's modes, and waits to fire once the loop runs one of them.
     public var isWaitingForMode: Bool {
-        state.withLock { state in
+        withState { state in
             guard let loop = state.loop else { return false }
             return loop.timerInfo(state.id)?.waiting_for_mode ?? 0 != 0
         }
@@ -101,7 +120,7 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     /// The next fire's deadline on the timer's clock, if it is scheduled.
     var nextDeadline: Int64? {
-        state.withLock { state in
+        withState { state in
             guard state.isValid, let loop = state.loop else { return nil }
             return loop.timerInfo(state.id)?.deadline_ns
         }
@@ -136,7 +155,7 @@ public class AnyLoopTimer: @unchecked Sendable {
     func update(keepingFireDate: Bool = false, _ change: (inout State) -> Void)
         throws(TimerError)
     {
-        try state.withLock { (state) throws(TimerError) in
+        try withState { (state) throws(TimerError) in
             guard state.isValid else { throw .invalidated }
             guard let loop = state.loop else { return change(&state) }
             let info = loop.timerInfo(state.id)
@@ -163,7 +182,7 @@ public class AnyLoopTimer: @unchecked Sendable {
     ///
     /// The corresponding C function is `tk_loop_fire`.
     public func fire() {
-        let (loop, id, valid) = state.withLock { ($0.loop, $0.id, $0.isValid) }
+        let (loop, id, valid) = withState { ($0.loop, $0.id, $0.isValid) }
         guard valid else { return }
         if let loop {
             // -ENOENT: it fired or was invalidated meanwhile; nothing to run.
@@ -188,7 +207,7 @@ public class AnyLoopTimer: @unchecked Sendable {
         // The C loop holds a reference to this timer and lets go of it (its
         // release handler) once no callback can be given it any more. An
         // action already past the validity check in `fired` may finish.
-        let (loop, id) = state.withLock { state in
+        let (loop, id) = withState { state in
             let taken = (state.loop, state.id)
             state.isValid = false
             state.loop = nil
@@ -213,7 +232,7 @@ public class AnyLoopTimer: @unchecked Sendable {
         if needsManualLoop && !loop.isManual { throw .notManual }
         // A loop whose own thread's run failed would never fire the timer.
         if loop.hasFailed, let failure = loop.failure { throw failure }
-        try state.withLock { (state) throws(TimerError) in
+        try withState { (state) throws(TimerError) in
             guard state.isValid else { throw .invalidated }
             if let current = state.loop {
                 guard current === loop else { throw .scheduledOnAnotherLoop }
@@ -254,12 +273,12 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Runs the action for one fire of the C timer `id`, unless the timer was
     /// invalidated since the C core picked it (from another thread).
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
-        guard state.withLock({ $0.isValid }) else { return }
+        guard withState({ $0.isValid }) else { return }
         runAction(missed)
         guard !repeats else { return }
         // A one-shot timer is done unless its action scheduled it again; the
         // loop releases it when this call returns.
-        state.withLock { state in
+        withState { state in
             guard state.id == id, let loop = state.loop else { return }
             if loop.timerInfo(id) != nil { return }
             state.isValid = false
