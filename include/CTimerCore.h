@@ -474,7 +474,9 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * TK_IO_WRITABLE; level-triggered), in every mode. Watching an fd that is
  * already watched replaces its events, function and context. The loop does
  * not own `fd`: unwatch it before closing it. Returns 0, -EINVAL, -ENOMEM or
- * the errno of epoll_ctl (e.g. -EBADF, -EPERM for a regular file).
+ * the errno of epoll_ctl (e.g. -EBADF, -EPERM for a regular file). The loop
+ * keeps one small entry per watched fd, whatever its number, and gives the
+ * memory back as watches end. O(1).
  */
 int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
                      void *context);

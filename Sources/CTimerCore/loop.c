@@ -62,6 +62,7 @@ static int loop_alloc(tk_loop **out, int manual, int64_t start_ns) {
     loop->handle_key = tk__next_handle_key();
     loop->epoll_fd = -1;
     loop->wake_fd = -1;
+    tk__watch_table_init(&loop->watches);
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         loop->timer_fds[clock] = -1;
         loop->armed[clock] = TK__DISARMED;
@@ -108,7 +109,7 @@ int tk_loop_destroy(tk_loop *loop) {
     close(loop->wake_fd);
     close(loop->epoll_fd);
     tk__timers_free(loop);
-    free(loop->watches);
+    tk__watch_table_free(&loop->watches);
     pthread_mutex_destroy(&loop->lock);
     free(loop);
     return 0;
@@ -309,9 +310,10 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
         }
         int fd = (int)(uint32_t)data;
         uint32_t generation = (uint32_t)(data >> 32);
-        if (fd >= loop->watch_capacity || loop->watches[fd].generation != generation) continue;
-        tk_io_fn fn = loop->watches[fd].fn;
-        void *context = loop->watches[fd].context;
+        const tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
+        if (watch == NULL || watch->generation != generation) continue;
+        tk_io_fn fn = watch->fn;
+        void *context = watch->context;
         pthread_mutex_unlock(&loop->lock);
         fn(loop, fd, events[i].events, context);
         pthread_mutex_lock(&loop->lock);
@@ -484,28 +486,16 @@ int tk_loop_wakeup(tk_loop *loop) {
 
 /* ---- Watched descriptors -------------------------------------------------------- */
 
-static int grow_watches(tk_loop *loop, int fd) {
-    if (fd < loop->watch_capacity) return 0;
-    int64_t capacity = loop->watch_capacity ? (int64_t)loop->watch_capacity * 2 : 64;
-    if (capacity <= fd) capacity = (int64_t)fd + 1;
-    tk__watch *watches = realloc(loop->watches, (size_t)capacity * sizeof *watches);
-    if (watches == NULL) return -ENOMEM;
-    memset(&watches[loop->watch_capacity], 0,
-           (size_t)(capacity - loop->watch_capacity) * sizeof *watches);
-    loop->watches = watches;
-    loop->watch_capacity = (int)capacity;
-    return 0;
-}
-
 int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *context) {
     if (loop == NULL || fn == NULL || fd < 0) return -EINVAL;
     if (events == 0 || (events & ~(TK_IO_READABLE | TK_IO_WRITABLE))) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     int result = 0;
-    int watched = fd < loop->watch_capacity && loop->watches[fd].generation != 0;
+    tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
+    int watched = watch != NULL;
     uint32_t generation;
     if (watched) {
-        generation = loop->watches[fd].generation;
+        generation = watch->generation;
     } else {
         /* A fresh generation per watch, so events queued for an earlier
          * watch of the same fd are not delivered to this one. */
@@ -514,15 +504,16 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
     }
     struct epoll_event event = {.events = events,
                                 .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
-    /* The kernel checks the descriptor before the table grows for it: a bad
-     * or unwatchable fd costs no memory, however large its number. */
-    if (epoll_ctl(loop->epoll_fd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
+    /* Room first, so that a failure leaves epoll as it was; the table's size
+     * follows the number of watches, never the fd's number. The kernel then
+     * checks the descriptor. */
+    if (!watched) result = tk__watch_table_reserve(&loop->watches);
+    if (result == 0 &&
+        epoll_ctl(loop->epoll_fd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) < 0) {
         result = -errno;
-    } else if (!watched && (result = grow_watches(loop, fd)) < 0) {
-        (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
     }
     if (result == 0) {
-        tk__watch *watch = &loop->watches[fd];
+        if (!watched) watch = tk__watch_table_insert(&loop->watches, fd);
         watch->fn = fn;
         watch->context = context;
         watch->events = events;
@@ -536,10 +527,11 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd) {
     if (loop == NULL || fd < 0) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     int result = -ENOENT;
-    if (fd < loop->watch_capacity && loop->watches[fd].generation != 0) {
+    tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
+    if (watch != NULL) {
         /* If the fd was closed already, epoll dropped it: nothing to undo. */
         (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-        memset(&loop->watches[fd], 0, sizeof loop->watches[fd]);
+        tk__watch_table_remove(&loop->watches, watch);
         result = 0;
     }
     pthread_mutex_unlock(&loop->lock);

@@ -14,6 +14,7 @@
 #include "CTimerCore.h"
 #include "heap.h"
 #include "internal.h"
+#include "watch_table.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -51,14 +52,6 @@ typedef struct tk__timer {
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
-
-/* A watched file descriptor; the watch table is indexed by fd. */
-typedef struct tk__watch {
-    tk_io_fn fn;
-    void *context;
-    uint32_t events;
-    uint32_t generation; /* 0: not watched */
-} tk__watch;
 
 struct tk_loop {
     pthread_mutex_t lock;
@@ -112,8 +105,7 @@ struct tk_loop {
     void *clock_change_context;
     tk_release_fn release_fn;
 
-    tk__watch *watches;
-    int watch_capacity;
+    tk__watch_table watches;
     uint32_t watch_generation;
 
     tk_loop_stats stats;

@@ -1524,6 +1524,94 @@ static void test_watch_bad_fd_costs_nothing(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A valid fd with a large number costs what a small one does, and the
+ * memory of many watches comes back when they end. Random watches and
+ * unwatches of many descriptors (dups of one pipe's read end, all readable at
+ * once) deliver an event to exactly the watched ones. */
+static int g_io_seen[4096];
+
+static void io_seen_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)loop, (void)events, (void)ctx;
+    if (fd >= 0 && fd < 4096) g_io_seen[fd]++;
+}
+
+static void test_watch_table(void) {
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    CHECK_EQ(write(fds[1], "x", 1), 1); /* readable from now on */
+    tk_loop *loop = new_manual(0);
+
+    /* The highest fd this process may have. */
+    struct rlimit limit;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+    int high = limit.rlim_cur > 4096 ? (int)(limit.rlim_cur - 1) : -1;
+    if (high > 0 && dup2(fds[0], high) == high) {
+        size_t before = heap_bytes();
+        CHECK_EQ(tk_loop_watch_fd(loop, high, TK_IO_READABLE, io_count_fn, NULL), 0);
+        CHECK_LE(heap_bytes(), before + 4096); /* was 24 bytes per fd number below it */
+        CHECK_EQ(tk_loop_unwatch_fd(loop, high), 0);
+        close(high);
+    } else {
+        printf("watch_table: RLIMIT_NOFILE %llu: no high fd to try\n",
+               (unsigned long long)limit.rlim_cur);
+    }
+
+    enum { N = 600 };
+    int dups[N];
+    int watched[N] = {0};
+    int n = 0;
+    for (; n < N; n++) {
+        dups[n] = dup(fds[0]);
+        if (dups[n] < 0 || dups[n] >= 4096) {
+            if (dups[n] >= 0) close(dups[n]);
+            break;
+        }
+    }
+    CHECK_GE(n, 100);
+    size_t base = heap_bytes();
+    size_t peak = base;
+    for (int round = 0; round < 40; round++) {
+        for (int k = 0; k < n; k++) {
+            if (rng_below(&g_rng, 3) != 0) continue;
+            if (watched[k]) {
+                CHECK_EQ(tk_loop_unwatch_fd(loop, dups[k]), 0);
+            } else {
+                CHECK_EQ(tk_loop_watch_fd(loop, dups[k], TK_IO_READABLE, io_seen_fn, NULL), 0);
+            }
+            watched[k] = !watched[k];
+        }
+        size_t now = heap_bytes();
+        if (now > peak) peak = now;
+        /* A pass takes a bounded number of events; level-triggered, the
+         * ready fds take turns, so a few passes see them all. */
+        memset(g_io_seen, 0, sizeof g_io_seen);
+        int missing = 0, wrong = 0;
+        for (int pass = 0; pass < n; pass++) {
+            CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+            missing = 0;
+            for (int k = 0; k < n; k++) missing += watched[k] && g_io_seen[dups[k]] == 0;
+            if (missing == 0) break;
+        }
+        for (int k = 0; k < n; k++) wrong += !watched[k] && g_io_seen[dups[k]] != 0;
+        CHECK_EQ(missing, 0);
+        CHECK_EQ(wrong, 0);
+        for (int k = 0; k < n; k++) {
+            CHECK_EQ(tk_loop_unwatch_fd(loop, dups[k]), watched[k] ? 0 : -ENOENT);
+            if (watched[k]) CHECK_EQ(tk_loop_watch_fd(loop, dups[k], TK_IO_READABLE, io_seen_fn, NULL), 0);
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (watched[k]) CHECK_EQ(tk_loop_unwatch_fd(loop, dups[k]), 0);
+        close(dups[k]);
+    }
+    /* All of it back, but for the smallest table. */
+    CHECK_LE(heap_bytes(), base + 1024);
+    CHECK_GE(peak, base + 4096); /* the table did grow */
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 static const test_case tests[] = {
     /* first: it forks, and is best done before any thread exists */
     {"emfile", test_emfile, 300},
@@ -1545,6 +1633,7 @@ static const test_case tests[] = {
     {"watch_errors", test_watch_errors, 300},
     {"foreign_handles", test_foreign_handles, 60},
     {"watch_bad_fd_costs_nothing", test_watch_bad_fd_costs_nothing, 60},
+    {"watch_table", test_watch_table, 120},
 };
 
 int main(int argc, char **argv) {
