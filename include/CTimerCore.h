@@ -384,8 +384,36 @@ int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t f
  */
 int tk_loop_stop(tk_loop *loop);
 
-/** Wakes a waiting tk_loop_run for one pass, from any thread. 0 or -errno. */
+/**
+ * Wakes a waiting tk_loop_run for one pass, from any thread, and has that
+ * pass call the wake-up handler (see tk_loop_set_wakeup_handler). Wake-ups
+ * asked for before the pass calls it are merged into one call. 0 or -errno.
+ */
 int tk_loop_wakeup(tk_loop *loop);
+
+/**
+ * Called on the thread running the loop, with no loop lock held, by the
+ * pass that follows one or more tk_loop_wakeup calls; see
+ * tk_loop_set_wakeup_handler.
+ */
+typedef void (*tk_wakeup_fn)(tk_loop *loop, void *context);
+
+/**
+ * Sets (or with NULL, clears) the wake-up handler: how a program has work
+ * done on the loop's thread. Put the work in a queue of your own, then call
+ * tk_loop_wakeup (from any thread); the next pass of tk_loop_run, in
+ * whatever mode, calls `fn` once, which takes the work from the queue and
+ * does it. A wake-up asked for while `fn` runs makes a further pass call it
+ * again, so no work is left waiting. (tk_loop_advance makes no such pass.)
+ * TimerKit's Swift executor runs its jobs this way. Returns 0 or -EINVAL.
+ */
+int tk_loop_set_wakeup_handler(tk_loop *loop, tk_wakeup_fn fn, void *context);
+
+/**
+ * 1 if the calling thread is running the loop (inside tk_loop_run or
+ * tk_loop_advance, or a callback of it), 0 if not, -EINVAL for NULL.
+ */
+int tk_loop_runs_on_this_thread(tk_loop *loop);
 
 /**
  * Sets (or with `fn` NULL, clears) the function called when the wall clock

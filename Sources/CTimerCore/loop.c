@@ -427,8 +427,17 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         }
         handled += handle_events(loop, events, count);
         if (loop->wakeup_requested) {
+            /* Cleared first: a wake-up asked for while the handler runs
+             * makes another pass call it again. */
             loop->wakeup_requested = 0;
             handled++;
+            tk_wakeup_fn fn = loop->wakeup_fn;
+            if (fn != NULL) {
+                void *context = loop->wakeup_context;
+                pthread_mutex_unlock(&loop->lock);
+                fn(loop, context);
+                pthread_mutex_lock(&loop->lock);
+            }
         }
         /* Time moves unless the run is about to return anyway. */
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
@@ -480,6 +489,23 @@ int tk_loop_wakeup(tk_loop *loop) {
     pthread_mutex_lock(&loop->lock);
     loop->wakeup_requested = 1;
     int result = tk__loop_kick(loop);
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_set_wakeup_handler(tk_loop *loop, tk_wakeup_fn fn, void *context) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    loop->wakeup_fn = fn;
+    loop->wakeup_context = context;
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+int tk_loop_runs_on_this_thread(tk_loop *loop) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int result = loop->depth > 0 && pthread_equal(loop->owner, pthread_self());
     pthread_mutex_unlock(&loop->lock);
     return result;
 }

@@ -103,6 +103,8 @@ struct tk_loop {
 
     tk_clock_change_fn clock_change_fn;
     void *clock_change_context;
+    tk_wakeup_fn wakeup_fn;
+    void *wakeup_context;
     tk_release_fn release_fn;
 
     tk__watch_table watches;

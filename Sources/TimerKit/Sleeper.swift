@@ -34,22 +34,29 @@ final class Sleeper: LoopWaiter {
     /// Suspends until `clock` on `loop` reads `deadline` (nanoseconds), at most
     /// `tolerance` later. `registered` runs once the timer is scheduled,
     /// `settled` once the sleep has ended (however it ended).
+    ///
+    /// It runs, and resumes, on the caller's executor (`isolation`): a sleep
+    /// of a job on a loop's executor, whose timer is on that loop, ends on
+    /// the loop's thread without a hop.
     static func sleep(
         on loop: TimerLoop, clock: ClockID, until deadline: Int64, tolerance: Duration?,
-        registered: (@Sendable () -> Void)? = nil, settled: (@Sendable () -> Void)? = nil
+        registered: (@Sendable () -> Void)? = nil, settled: (@Sendable () -> Void)? = nil,
+        isolation: isolated (any Actor)? = #isolation
     ) async throws {
         let sleeper = Sleeper(loop: loop, settled: settled)
         let leeway = max(0, tolerance?.saturatingNanoseconds ?? 0)
         let spec = tk_timer_spec(
             clock: clock.rawClock, delay_ns: 0, deadline_ns: deadline, interval_ns: 0,
             leeway_ns: leeway, modes: TK_MODES_ALL, flags: UInt32(TK_TIMER_ABSOLUTE))
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                sleeper.start(continuation, spec, registered: registered)
-            }
-        } onCancel: {
-            sleeper.end(by: CancellationError())
-        }
+        try await withTaskCancellationHandler(
+            operation: {
+                _ = isolation  // captured: the closure runs isolated to it
+                try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
+                    sleeper.start(continuation, spec, registered: registered)
+                }
+            },
+            onCancel: { sleeper.end(by: CancellationError()) },
+            isolation: isolation)
     }
 
     private func start(
@@ -151,6 +158,7 @@ final class SleepService: Sendable {
 
     /// Suspends until `clock` reads `deadline` (nanoseconds), at most
     /// `tolerance` later.
+    nonisolated(nonsending)
     func sleep(clock: ClockID, until deadline: Int64, tolerance: Duration?) async throws {
         try await Sleeper.sleep(
             on: loop.get(), clock: clock, until: deadline, tolerance: tolerance)

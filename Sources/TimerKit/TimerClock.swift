@@ -44,12 +44,42 @@ extension KernelClock {
 
     /// Suspends until the clock reads `deadline`, at most `tolerance` later.
     ///
+    /// It runs on the caller's executor. On a loop's executor (an actor or a
+    /// task on a ``TimerLoop``), the sleep's timer goes on that loop and the
+    /// sleep ends on its thread, with no hop; elsewhere TimerKit's shared
+    /// sleep loop serves it.
+    ///
     /// - Throws: `CancellationError` if the task is cancelled first (the
     ///   sleep's timer leaves the loop at once); ``TimerError`` if TimerKit's
     ///   sleep loop cannot be started, or stopped because its run failed.
+    nonisolated(nonsending)
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        try await SleepService.shared.sleep(
-            clock: Self.clockID, until: deadline.nanoseconds, tolerance: tolerance)
+        try await sleepOnCallersLoop(until: deadline.nanoseconds, tolerance: tolerance)
+    }
+
+    /// Suspends for `duration`, at most `tolerance` longer; see
+    /// ``sleep(until:tolerance:)``. (The standard library's generic paths,
+    /// such as `Task.sleep(for:clock:)`, leave the caller's executor first;
+    /// a sleep made that way is served by the shared sleep loop.)
+    nonisolated(nonsending)
+    public func sleep(for duration: Duration, tolerance: Duration? = nil) async throws {
+        try await sleepOnCallersLoop(until: (now + duration).nanoseconds, tolerance: tolerance)
+    }
+
+    /// A sleep on the loop whose job the calling thread runs, if any, else on
+    /// the shared sleep loop. Called directly, not through `Clock`'s
+    /// requirement, whose calls leave the caller's executor.
+    nonisolated(nonsending)
+    private func sleepOnCallersLoop(until deadline: Int64, tolerance: Duration?) async throws {
+        if let loop = TimerLoop.executing, !loop.isManual {
+            // Preferring the loop, the sleep is resumed by the loop's thread
+            // onto the loop, whatever isolation this call was made with.
+            return try await withTaskExecutorPreference(loop) {
+                try await Sleeper.sleep(
+                    on: loop, clock: Self.clockID, until: deadline, tolerance: tolerance)
+            }
+        }
+        try await SleepService.shared.sleep(clock: Self.clockID, until: deadline, tolerance: tolerance)
     }
 }
 

@@ -65,6 +65,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// TimerLoop+ManualTime.swift).
     let advancing = AdvanceTurn()
 
+    /// Jobs queued for the loop's thread (see TimerLoop+Executor.swift).
+    let jobs = ThreadLocked(JobQueue())
+
     private init(handle: OpaquePointer, isManual: Bool) throws(TimerError) {
         self.handle = handle
         self.isManual = isManual
@@ -77,6 +80,7 @@ public final class TimerLoop: @unchecked Sendable {
             SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
             _ = try TimerError.check(result, "tk_loop_set_release_handler")
         }
+        installJobRunner()
     }
 
     /// Creates a loop on the real clocks.

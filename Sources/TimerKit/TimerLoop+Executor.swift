@@ -1,0 +1,139 @@
+import CTimerCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A loop is a Swift executor: an actor can run on it, and a task can prefer
+/// it, as they can run on a SwiftNIO event loop.
+///
+/// ```swift
+/// actor Ticker {
+///     let loop: TimerLoop
+///     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+///     init(loop: TimerLoop) { self.loop = loop }
+///
+///     func tick() async throws {
+///         // Runs on the loop's thread; the sleep's timer is on the same loop,
+///         // so it resumes there too: no thread hop.
+///         try await MonotonicClock().sleep(for: .milliseconds(10))
+///     }
+/// }
+/// ```
+///
+/// Jobs are queued, and the loop is woken through its eventfd
+/// (`tk_loop_wakeup`); the next pass of a run, in whatever mode, runs them
+/// in the order they came (`tk_loop_set_wakeup_handler`). So the loop must be
+/// run, by ``startThread(mode:)`` or by a thread that calls ``run(mode:until:)``:
+/// the jobs of a loop that nobody runs wait. On a manual loop they run in the
+/// passes of its runs (not of ``advance(by:mode:)``).
+///
+/// While a job runs on the loop's thread, sleeps on ``MonotonicClock``,
+/// ``BootClock`` and ``WallClock`` schedule their timers on this loop rather
+/// than the shared one, so they resume on this thread without a hop; timers
+/// the job schedules on the loop fire on it too.
+extension TimerLoop: SerialExecutor, TaskExecutor {
+    /// Queues `job` to run on the loop's thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let local = isRunningOnCurrentThread
+        jobs.withLock { queue in
+            queue.pending.append(job)
+            if !local { queue.fromOtherThreads &+= 1 }
+        }
+        SystemError.expectSuccess(tk_loop_wakeup(handle), "tk_loop_wakeup")
+    }
+
+    /// How many jobs were queued from threads other than the one running the
+    /// loop: each is a thread hop (the loop woken through its eventfd).
+    /// Jobs queued by the loop's own thread, such as a task resumed by a
+    /// timer or sleep of the same loop, are not.
+    public var jobsFromOtherThreads: Int {
+        jobs.withLock { $0.fromOtherThreads }
+    }
+
+    /// This loop as a serial executor, for an actor's `unownedExecutor`.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// This loop as a task executor, for `Task(executorPreference:)`.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Stops the program unless the calling thread is running this loop,
+    /// which is where an actor on the loop is isolated.
+    public func checkIsolated() {
+        precondition(
+            isRunningOnCurrentThread,
+            "not on the thread running this TimerLoop, which the actor's isolation requires")
+    }
+
+    /// Whether the calling thread is running this loop (in a run, an
+    /// advance, or one of their callbacks and jobs).
+    ///
+    /// The corresponding C function is `tk_loop_runs_on_this_thread`.
+    public var isRunningOnCurrentThread: Bool {
+        tk_loop_runs_on_this_thread(handle) == 1
+    }
+
+    /// The loop whose jobs the calling thread is running, if any.
+    static var executing: TimerLoop? {
+        guard let pointer = pthread_getspecific(executingLoopKey) else { return nil }
+        return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Makes the loop's runs call ``runJobs()`` when woken.
+    func installJobRunner() {
+        let result = tk_loop_set_wakeup_handler(handle, { _, context in
+            Unmanaged<TimerLoop>.fromOpaque(context!).takeUnretainedValue().runJobs()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        SystemError.expectSuccess(result, "tk_loop_set_wakeup_handler")
+    }
+
+    /// Runs the queued jobs, on the loop's thread. Jobs queued meanwhile ask
+    /// for another pass (their enqueue woke the loop), so none waits long.
+    private func runJobs() {
+        var batch = jobs.withLock { queue in
+            var taken: [UnownedJob] = []
+            swap(&taken, &queue.pending)
+            // The spare array, empty but with room, takes the next jobs.
+            swap(&queue.pending, &queue.spare)
+            return taken
+        }
+        if batch.isEmpty { return }
+        let outer = pthread_getspecific(executingLoopKey)
+        pthread_setspecific(executingLoopKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(executingLoopKey, outer) }
+        let serial = asUnownedSerialExecutor()
+        let task = asUnownedTaskExecutor()
+        for job in batch {
+            job.runSynchronously(isolatedTo: serial, taskExecutor: task)
+        }
+        // Hand the emptied array back as the spare, keeping its storage.
+        batch.removeAll(keepingCapacity: true)
+        jobs.withLock { queue in
+            if queue.spare.capacity < batch.capacity { swap(&queue.spare, &batch) }
+        }
+    }
+}
+
+/// A loop's queued jobs: `pending` fills while the batch taken before runs;
+/// `spare` is always empty, the storage of a run batch kept for the next
+/// `pending`, so a steady flow of jobs does not allocate.
+struct JobQueue {
+    var pending: [UnownedJob] = []
+    var spare: [UnownedJob] = []
+    var fromOtherThreads = 0
+}
+
+/// The key of the loop whose jobs the calling thread is running.
+private let executingLoopKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let result = pthread_key_create(&key, nil)
+    SystemError.expectSuccess(-result, "pthread_key_create")
+    return key
+}()

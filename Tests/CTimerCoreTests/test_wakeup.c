@@ -1,0 +1,178 @@
+/*
+ * The wake-up handler: how work is posted to a loop's thread (what the Swift
+ * executor is built on). Work queued by other threads, each followed by
+ * tk_loop_wakeup, is all done on the loop's thread, none twice, none left
+ * behind; wake-ups merge; one asked for inside the handler makes another
+ * pass; tk_loop_runs_on_this_thread tells the loop's thread from others.
+ */
+#include "CTimerCore.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_harness.h"
+
+/* A queue of posted numbers, guarded by a mutex; the handler drains it. */
+enum { POSTERS = 4, PER_POSTER = 20000 };
+
+typedef struct posted {
+    pthread_mutex_t lock;
+    uint32_t *items;
+    size_t count, capacity;
+    /* Filled by the handler, on the loop's thread. */
+    uint8_t *done; /* how many times each number was done */
+    atomic_long handler_calls;
+    atomic_int wrong_thread;
+    tk_loop *loop;
+} posted;
+
+static void drain(tk_loop *loop, void *context) {
+    posted *p = context;
+    atomic_fetch_add(&p->handler_calls, 1);
+    if (tk_loop_runs_on_this_thread(loop) != 1) atomic_fetch_add(&p->wrong_thread, 1);
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->count; i++) p->done[p->items[i]]++;
+    p->count = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void post(posted *p, uint32_t item) {
+    pthread_mutex_lock(&p->lock);
+    if (p->count == p->capacity) {
+        p->capacity = p->capacity ? p->capacity * 2 : 256;
+        p->items = realloc(p->items, p->capacity * sizeof *p->items);
+        if (p->items == NULL) abort();
+    }
+    p->items[p->count++] = item;
+    pthread_mutex_unlock(&p->lock);
+    CHECK_EQ(tk_loop_wakeup(p->loop), 0);
+}
+
+typedef struct poster {
+    posted *p;
+    uint32_t first;
+} poster;
+
+static void *poster_main(void *arg) {
+    poster *me = arg;
+    for (uint32_t i = 0; i < PER_POSTER; i++) {
+        post(me->p, me->first + i);
+        if (i % 1000 == 0) usleep(100); /* let the loop fall asleep now and then */
+    }
+    return NULL;
+}
+
+static void *run_main(void *arg) {
+    tk_loop *loop = arg;
+    intptr_t result = tk_loop_run(loop, 0, TK_FOREVER, 0);
+    return (void *)result;
+}
+
+static void stop_when_done(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    posted *p = context;
+    pthread_mutex_lock(&p->lock);
+    int empty = p->count == 0;
+    pthread_mutex_unlock(&p->lock);
+    if (empty) tk_loop_stop(loop);
+}
+
+static void test_posted_work_from_threads(void) {
+    posted p;
+    memset(&p, 0, sizeof p);
+    pthread_mutex_init(&p.lock, NULL);
+    p.done = calloc(POSTERS * PER_POSTER, 1);
+    CHECK_EQ(tk_loop_create(&p.loop), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(p.loop, drain, &p), 0);
+    CHECK_EQ(tk_loop_runs_on_this_thread(p.loop), 0);
+    pthread_t runner;
+    CHECK_EQ(pthread_create(&runner, NULL, run_main, p.loop), 0);
+    pthread_t threads[POSTERS];
+    poster posters[POSTERS];
+    for (int i = 0; i < POSTERS; i++) {
+        posters[i] = (poster){&p, (uint32_t)(i * PER_POSTER)};
+        CHECK_EQ(pthread_create(&threads[i], NULL, poster_main, &posters[i]), 0);
+    }
+    for (int i = 0; i < POSTERS; i++) pthread_join(threads[i], NULL);
+    CHECK_EQ(tk_loop_runs_on_this_thread(p.loop), 0); /* the loop runs elsewhere */
+    /* Every post was followed by a wake-up: the loop drains it all. A
+     * repeating timer stops the loop once the queue is empty. */
+    tk_timer_spec every = {.delay_ns = 1000000, .interval_ns = 1000000};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(p.loop, &every, stop_when_done, &p, &id), 0);
+    void *result;
+    pthread_join(runner, &result);
+    CHECK_EQ((intptr_t)result, TK_RUN_STOPPED);
+    long wrong = 0, missing = 0;
+    for (size_t i = 0; i < POSTERS * PER_POSTER; i++) {
+        wrong += p.done[i] > 1;
+        missing += p.done[i] == 0;
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(missing, 0);
+    CHECK_EQ(atomic_load(&p.wrong_thread), 0);
+    long calls = atomic_load(&p.handler_calls);
+    CHECK_GE(calls, 1);
+    CHECK_LE(calls, POSTERS * PER_POSTER); /* merged, never more than asked */
+    printf("posted %d items, handler called %ld times\n", POSTERS * PER_POSTER, calls);
+    CHECK_EQ(tk_loop_destroy(p.loop), 0);
+    free(p.items);
+    free(p.done);
+    pthread_mutex_destroy(&p.lock);
+}
+
+/* On a manual loop: merged wake-ups, a wake-up from inside the handler, the
+ * handler in any mode, clearing it, and bad arguments. */
+static int g_calls, g_again;
+
+static void count_and_maybe_again(tk_loop *loop, void *context) {
+    (void)context;
+    g_calls++;
+    CHECK_EQ(tk_loop_runs_on_this_thread(loop), 1);
+    if (g_again > 0) {
+        g_again--;
+        CHECK_EQ(tk_loop_wakeup(loop), 0);
+    }
+}
+
+static void test_manual_passes(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(NULL, count_and_maybe_again, NULL), -EINVAL);
+    CHECK_EQ(tk_loop_runs_on_this_thread(NULL), -EINVAL);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, count_and_maybe_again, NULL), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 0); /* no wake-up asked for */
+    for (int i = 0; i < 5; i++) CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(3), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 1); /* five merged into one, in another mode too */
+    g_again = 2;
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 2);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 4); /* each wake-up asked for inside made one more pass */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 4);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, NULL, NULL), 0);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_calls, 4);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static const test_case tests[] = {
+    {"posted_work_from_threads", test_posted_work_from_threads, 300},
+    {"manual_passes", test_manual_passes, 60},
+};
+
+int main(int argc, char **argv) {
+    return test_main(argc, argv, "test_wakeup", tests, sizeof tests / sizeof tests[0]);
+}

@@ -1,0 +1,147 @@
+import Testing
+import TimerKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// A TimerLoop as a Swift executor: actors and tasks run on the loop's thread,
+// sleeps on TimerKit clocks resume there without a hop, jobs queued from
+// many threads all run, one at a time. Real loops: only "on that thread",
+// "fired" and "never early" are checked, never how late.
+
+/// An actor whose executor is a loop.
+actor LoopActor {
+    let loop: TimerLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    var count = 0
+    var fired = 0
+
+    init(loop: TimerLoop) { self.loop = loop }
+
+    func increment() { count += 1 }
+
+    func onLoopThread() -> Bool { loop.isRunningOnCurrentThread }
+
+    /// Sleeps `times` times for `step` on the monotonic clock (by deadline)
+    /// and on the boot clock (by duration); how many ended early, whether
+    /// each ended on the loop's thread, and how many jobs other threads
+    /// queued on the loop meanwhile (thread hops).
+    func sleeps(_ times: Int, of step: Duration) async throws -> (early: Int, offThread: Int, hops: Int) {
+        let hopsBefore = loop.jobsFromOtherThreads
+        var early = 0
+        var offThread = 0
+        for round in 0..<times {
+            if round % 2 == 0 {
+                let deadline = MonotonicClock.now + step
+                try await MonotonicClock().sleep(until: deadline)
+                if MonotonicClock.now < deadline { early += 1 }
+            } else {
+                let deadline = BootClock.now + step
+                try await BootClock().sleep(for: step)
+                if BootClock.now < deadline { early += 1 }
+            }
+            if !loop.isRunningOnCurrentThread { offThread += 1 }
+        }
+        return (early, offThread, loop.jobsFromOtherThreads - hopsBefore)
+    }
+
+    /// Schedules a timer on the actor's loop whose action touches the
+    /// actor's state, isolated, from the loop's thread.
+    func scheduleTimer(fires: Int) throws -> LoopTimer<MonotonicClock> {
+        try loop.schedule(after: .milliseconds(1), repeating: .milliseconds(1)) { timer, _ in
+            self.assumeIsolated { actor in
+                actor.fired += 1
+                if actor.fired == fires { timer.invalidate() }
+            }
+        }
+    }
+}
+
+@Suite("TimerLoop as an executor")
+struct TimerLoopExecutorTests {
+    @Test("an actor on a loop runs on the loop's thread, and only there")
+    func actorRunsOnLoop() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let actor = LoopActor(loop: loop)
+        #expect(await actor.onLoopThread())
+        #expect(!loop.isRunningOnCurrentThread)
+    }
+
+    @Test("sleeps on TimerKit clocks resume on the actor's loop, never early")
+    func sleepsDoNotHop() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let actor = LoopActor(loop: loop)
+        let firedBefore = loop.statistics.fired
+        let result = try await actor.sleeps(20, of: .milliseconds(2))
+        #expect(result.early == 0)
+        #expect(result.offThread == 0)
+        #expect(result.hops == 0)
+        // The sleeps' timers were this loop's.
+        #expect(loop.statistics.fired - firedBefore >= 20)
+    }
+
+    @Test("a task that prefers the loop runs there, and so do its sleeps")
+    func taskExecutorPreference() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let firedBefore = loop.statistics.fired
+        let result = await Task(executorPreference: loop) { () -> (Bool, Bool, Bool) in
+            let first = loop.isRunningOnCurrentThread
+            let deadline = MonotonicClock.now + .milliseconds(3)
+            try? await MonotonicClock().sleep(until: deadline)
+            return (first, loop.isRunningOnCurrentThread, MonotonicClock.now >= deadline)
+        }.value
+        #expect(result.0)
+        #expect(result.1)
+        #expect(result.2)
+        #expect(loop.statistics.fired - firedBefore == 1)  // the sleep's timer
+    }
+
+    @Test("jobs queued from many threads all run, one at a time")
+    func manyThreads() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let actor = LoopActor(loop: loop)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<2_000 { await actor.increment() }
+                }
+            }
+        }
+        #expect(await actor.count == 16_000)
+    }
+
+    @Test("the actor's timers fire on its loop, isolated to it")
+    func timersOnTheActorsLoop() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let actor = LoopActor(loop: loop)
+        let timer = try await actor.scheduleTimer(fires: 5)
+        while timer.isValid { try await MonotonicClock().sleep(for: .milliseconds(2)) }
+        #expect(await actor.fired == 5)
+    }
+
+    @Test("on a manual loop, jobs wait for a run and run on the thread that runs it")
+    func manualLoopRunsJobs() async throws {
+        let loop = try TimerLoop.manual()
+        let actor = LoopActor(loop: loop)
+        let done = Locked<Bool?>(nil)
+        Task { done.withLock { $0 = nil }; let on = await actor.onLoopThread(); done.withLock { $0 = on } }
+        // Nothing runs the loop yet: the job waits.
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(done.value == nil)
+        var passes = 0
+        while done.value == nil && passes < 100_000 {
+            _ = try loop.runOnce(waiting: false)
+            passes += 1
+            if done.value == nil { await Task.yield() }
+        }
+        #expect(done.value == true)
+    }
+}
