@@ -111,6 +111,17 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "ExecutorBench",
+            dependencies: [
+                "TimerBench",
+                .product(name: "TimerKit", package: "TimerKit"),
+            ]
+        ),
+        .executableTarget(
+            name: "executor-peers",
+            dependencies: ["ExecutorBench", "TimerBench"]
+        ),
         .executableTarget(
             name: "timer-peers",
             dependencies: [

@@ -6,7 +6,9 @@
 # Task.sleep and NIO; countdown-peers: CountdownCenter against a LoopTimer a
 # countdown and one ticker walking them all; frame-peers: FrameTicker against
 # a Task.sleep loop, DispatchSourceTimer and NIO's scheduleRepeatedTask at
-# 60, 120 and 240 Hz; each measured in one run).
+# 60, 120 and 240 Hz; executor-peers: an actor on a TimerLoop sleeping on
+# TimerKit's clock against a default actor sleeping with Task.sleep; each
+# measured in one run).
 #
 #   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
@@ -83,6 +85,10 @@ echo "=== swift build -c release --package-path Benchmarks --product countdown-p
 swift build -c release --package-path Benchmarks --product countdown-peers
 echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
 Benchmarks/.build/release/countdown-peers "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product executor-peers"
+swift build -c release --package-path Benchmarks --product executor-peers
+echo "=== Benchmarks/.build/release/executor-peers ${QUICK[*]}"
+Benchmarks/.build/release/executor-peers "${QUICK[@]}"
 echo "=== swift build -c release --package-path Benchmarks --product frame-peers"
 swift build -c release --package-path Benchmarks --product frame-peers
 echo "=== Benchmarks/.build/release/frame-peers ${QUICK[*]}"

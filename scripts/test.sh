@@ -24,7 +24,8 @@
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
-#           harness tests, and in release timer-peers --quick, frame-peers --quick, countdown-peers
+#           harness tests, and in release timer-peers --quick, frame-peers --quick,
+#           executor-peers --quick, countdown-peers
 #           --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
@@ -502,7 +503,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers, frame-peers and countdown-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -530,11 +531,17 @@ run_logged "$LOGS/countdown-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmar
 [ "$RUN_STATUS" -eq 0 ] || fail "countdown-peers --quick exited with status $RUN_STATUS (log: $LOGS/countdown-peers.log)"
 grep -qE '^one ticker walking all +[0-9]' "$LOGS/countdown-peers.log" ||
     fail "countdown-peers --quick printed no row for the walking ticker (log: $LOGS/countdown-peers.log)"
+run_logged "$LOGS/executor-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/executor-peers --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "executor-peers --quick exited with status $RUN_STATUS (log: $LOGS/executor-peers.log)"
+for side in "actor on a TimerLoop" "default actor, Task.sleep"; do
+    grep -qE "^$side.* +[0-9]+ +[0-9.]+ " "$LOGS/executor-peers.log" ||
+        fail "executor-peers --quick printed no row for $side (log: $LOGS/executor-peers.log)"
+done
 run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers, frame-peers and countdown-peers ran; $listed benchmarks listed"
+end_stage "timer-peers, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
 
 # --- the test scripts: trusted time, and the terminal programs ---------------------
 
