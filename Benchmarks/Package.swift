@@ -123,6 +123,10 @@ let package = Package(
             dependencies: ["ExecutorBench", "TimerBench"]
         ),
         .executableTarget(
+            name: "timer-cost",
+            dependencies: ["TimerBench"]
+        ),
+        .executableTarget(
             name: "timer-peers",
             dependencies: [
                 "InterposedMallocs",

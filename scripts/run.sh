@@ -8,7 +8,8 @@
 # a Task.sleep loop, DispatchSourceTimer and NIO's scheduleRepeatedTask at
 # 60, 120 and 240 Hz; executor-peers: an actor on a TimerLoop sleeping on
 # TimerKit's clock against a default actor sleeping with Task.sleep; each
-# measured in one run).
+# measured in one run; timer-cost: a LoopTimer against the C core at 1k, 100k
+# and 1M pending, without the malloc interposer).
 #
 #   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
@@ -85,6 +86,10 @@ echo "=== swift build -c release --package-path Benchmarks --product countdown-p
 swift build -c release --package-path Benchmarks --product countdown-peers
 echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
 Benchmarks/.build/release/countdown-peers "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product timer-cost"
+swift build -c release --package-path Benchmarks --product timer-cost
+echo "=== Benchmarks/.build/release/timer-cost ${QUICK[*]}"
+Benchmarks/.build/release/timer-cost "${QUICK[@]}"
 echo "=== swift build -c release --package-path Benchmarks --product executor-peers"
 swift build -c release --package-path Benchmarks --product executor-peers
 echo "=== Benchmarks/.build/release/executor-peers ${QUICK[*]}"

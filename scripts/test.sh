@@ -24,8 +24,8 @@
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
-#           harness tests, and in release timer-peers --quick, frame-peers --quick,
-#           executor-peers --quick, countdown-peers
+#           harness tests, and in release timer-peers --quick, timer-cost --quick,
+#           frame-peers --quick, executor-peers --quick, countdown-peers
 #           --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
@@ -503,7 +503,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers, timer-cost, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -531,6 +531,10 @@ run_logged "$LOGS/countdown-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmar
 [ "$RUN_STATUS" -eq 0 ] || fail "countdown-peers --quick exited with status $RUN_STATUS (log: $LOGS/countdown-peers.log)"
 grep -qE '^one ticker walking all +[0-9]' "$LOGS/countdown-peers.log" ||
     fail "countdown-peers --quick printed no row for the walking ticker (log: $LOGS/countdown-peers.log)"
+run_logged "$LOGS/timer-cost.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-cost --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "timer-cost --quick exited with status $RUN_STATUS (log: $LOGS/timer-cost.log)"
+[ "$(grep -cE '^(TimerKit LoopTimer|C core tk_loop_schedule/cancel) +[0-9]+ +[0-9]+ +[0-9]+ ' "$LOGS/timer-cost.log")" -eq 4 ] ||
+    fail "timer-cost --quick printed no row for each side and size (log: $LOGS/timer-cost.log)"
 run_logged "$LOGS/executor-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/executor-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "executor-peers --quick exited with status $RUN_STATUS (log: $LOGS/executor-peers.log)"
 for side in "actor on a TimerLoop" "default actor, Task.sleep"; do
@@ -541,7 +545,7 @@ run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks be
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
+end_stage "timer-peers, timer-cost, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
 
 # --- the test scripts: trusted time, and the terminal programs ---------------------
 
