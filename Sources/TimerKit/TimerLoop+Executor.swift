@@ -96,12 +96,19 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
 
     /// Runs the queued jobs, on the loop's thread. Jobs queued meanwhile ask
     /// for another pass (their enqueue woke the loop), so none waits long.
+    ///
+    /// A job that runs the loop nested (as a modal loop does) does not run
+    /// the jobs queued meanwhile inside itself: that would run another job
+    /// of the same actor in the middle of this one. They wait until it
+    /// returns.
     private func runJobs() {
-        var batch = jobs.withLock { queue in
+        var batch = jobs.withLock { queue -> [UnownedJob] in
+            if queue.running { return [] }
             var taken: [UnownedJob] = []
             swap(&taken, &queue.pending)
             // The spare array, empty but with room, takes the next jobs.
             swap(&queue.pending, &queue.spare)
+            queue.running = !taken.isEmpty
             return taken
         }
         if batch.isEmpty { return }
@@ -115,9 +122,13 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
         }
         // Hand the emptied array back as the spare, keeping its storage.
         batch.removeAll(keepingCapacity: true)
-        jobs.withLock { queue in
+        let waiting = jobs.withLock { queue in
             if queue.spare.capacity < batch.capacity { swap(&queue.spare, &batch) }
+            queue.running = false
+            return !queue.pending.isEmpty
         }
+        // Jobs a nested run left waiting: another pass runs them.
+        if waiting { SystemError.expectSuccess(tk_loop_wakeup(handle), "tk_loop_wakeup") }
     }
 }
 
@@ -128,6 +139,9 @@ struct JobQueue {
     var pending: [UnownedJob] = []
     var spare: [UnownedJob] = []
     var fromOtherThreads = 0
+    /// Whether the loop's thread is running a batch (a nested run must not
+    /// start another).
+    var running = false
 }
 
 /// The key of the loop whose jobs the calling thread is running.

@@ -145,3 +145,53 @@ struct TimerLoopExecutorTests {
         #expect(done.value == true)
     }
 }
+
+/// An actor whose job runs the loop nested, as a modal loop does.
+actor ModalActor {
+    let loop: TimerLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    let log = Locked<[String]>([])
+    let otherQueued = Locked(false)
+    init(loop: TimerLoop) { self.loop = loop }
+
+    /// Runs the loop nested until another job has been queued, then some
+    /// more passes, in which that job must not run.
+    func modal() {
+        log.withLock { $0.append("modal begins") }
+        var passes = 0
+        while !otherQueued.value && passes < 1_000_000 {
+            _ = try? loop.runOnce(waiting: false)
+            passes += 1
+        }
+        for _ in 0..<1_000 { _ = try? loop.runOnce(waiting: false) }
+        log.withLock { $0.append("modal ends") }
+    }
+
+    func note(_ entry: String) { log.withLock { $0.append(entry) } }
+}
+
+@Suite("TimerLoop as an executor, nested runs")
+struct TimerLoopExecutorNestingTests {
+    @Test("a job that runs the loop nested does not run the actor's other jobs inside itself")
+    func nestedRunKeepsJobsApart() async throws {
+        let loop = try TimerLoop.manual()
+        let actor = ModalActor(loop: loop)
+        let first = Task { await actor.modal() }
+        // Queued from another thread while the modal job runs the loop.
+        let second = Task.detached {
+            while actor.log.value.isEmpty { try? await Task.sleep(for: .milliseconds(1)) }
+            actor.otherQueued.withLock { $0 = true }
+            await actor.note("other job")
+        }
+        // The loop is run by this thread; the actor's jobs run in its passes.
+        var passes = 0
+        while actor.log.value.count < 3 && passes < 1_000_000 {
+            _ = try loop.runOnce(waiting: false)
+            passes += 1
+            await Task.yield()
+        }
+        await first.value
+        await second.value
+        #expect(actor.log.value == ["modal begins", "modal ends", "other job"])
+    }
+}
