@@ -14,8 +14,9 @@
 #           the core as a shared library (gcc and clang) exports only tk_ names
 #   fuzz    Tests/CTimerCoreTests/fuzz_loop.c (the loop against its reference
 #           model) and Tests/CTimerSNTPTests/fuzz_sntp.c (the SNTP reply
-#           parser) under libFuzzer,
-#           TK_FUZZ_SECONDS each, over copies of their corpora
+#           parser) under libFuzzer, TK_FUZZ_RUNS executions each (fewer
+#           before the TK_FUZZ_SECONDS cap fail the stage), over copies of
+#           their corpora
 #   bench   the core benchmark built with -O2, run with --quick
 #   swift   swift build, swift test
 #   misuse  scripts/check-misuse.sh: Tests/MisuseTests must not compile (or must)
@@ -39,7 +40,9 @@
 # Environment:
 #   TK_SEED          seed for the C tests and the fuzzer (default: random,
 #                    printed first; set it to reproduce a run)
-#   TK_FUZZ_SECONDS  how long to fuzz (default 60; 0 runs the corpus only)
+#   TK_FUZZ_RUNS     executions per fuzz target (default 1000000)
+#   TK_FUZZ_SECONDS  the time cap per target (default 1500; 0 runs the corpus
+#                    only)
 #   TK_TEST_TIMEOUT  seconds any one test program may run (default 900)
 #
 # Everything is built under build/ (ignored by git); logs go to build/logs/.
@@ -181,8 +184,10 @@ summary_line() {
 
 # --- deps ---------------------------------------------------------------------
 
-TK_FUZZ_SECONDS=${TK_FUZZ_SECONDS:-60}
+TK_FUZZ_RUNS=${TK_FUZZ_RUNS:-1000000}
+TK_FUZZ_SECONDS=${TK_FUZZ_SECONDS:-1500}
 TK_TEST_TIMEOUT=${TK_TEST_TIMEOUT:-900}
+[[ "$TK_FUZZ_RUNS" =~ ^[1-9][0-9]*$ ]] || fail "TK_FUZZ_RUNS must be a positive number of runs"
 [[ "$TK_FUZZ_SECONDS" =~ ^[0-9]+$ ]] || fail "TK_FUZZ_SECONDS must be a whole number of seconds"
 [[ "$TK_TEST_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || fail "TK_TEST_TIMEOUT must be a positive number of seconds"
 [[ "$TK_SEED" =~ ^[0-9]+$ ]] || fail "TK_SEED must be a non-negative integer"
@@ -341,7 +346,7 @@ end_stage "${#EXAMPLES[@]} examples built and ran; shared core and SNTP librarie
 
 # --- fuzz -----------------------------------------------------------------------
 
-begin_stage fuzz "libFuzzer on fuzz_loop and fuzz_sntp, ${TK_FUZZ_SECONDS}s each"
+begin_stage fuzz "libFuzzer on fuzz_loop and fuzz_sntp, $TK_FUZZ_RUNS runs each (at most ${TK_FUZZ_SECONDS}s)"
 "$CLANG" "${COMMON_FLAGS[@]}" -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -fno-omit-frame-pointer "${CLANG_LINK[@]}" \
     "${CORE[@]}" "$FUZZER" -lpthread -o build/fuzz/fuzz_loop ||
@@ -352,8 +357,16 @@ mkdir -p build/fuzz/artifacts
 if [ "$TK_FUZZ_SECONDS" -eq 0 ]; then
     fuzz_limit=(-runs=0)
 else
-    fuzz_limit=(-max_total_time="$TK_FUZZ_SECONDS")
+    fuzz_limit=(-runs="$TK_FUZZ_RUNS" -max_total_time="$TK_FUZZ_SECONDS")
 fi
+# A target stopped by the time cap before its runs fails the stage: every
+# run fuzzes each target TK_FUZZ_RUNS times, never fewer.
+check_fuzz_runs() { # name, "Done N runs in S second(s)"
+    local runs
+    runs=$(sed -E 's/^Done ([0-9]+) runs.*/\1/' <<<"$2")
+    [ "$TK_FUZZ_SECONDS" -eq 0 ] || [ "$runs" -ge "$TK_FUZZ_RUNS" ] ||
+        fail "$1 made $runs runs, fewer than TK_FUZZ_RUNS=$TK_FUZZ_RUNS, before the ${TK_FUZZ_SECONDS}s cap"
+}
 # libFuzzer takes a 32-bit seed; 0 would mean "pick one".
 fuzz_seed=$((TK_SEED % 4294967295 + 1))
 run_logged "$LOGS/fuzz_loop.log" timeout -k 10 $((TK_FUZZ_SECONDS + 600)) \
@@ -365,6 +378,7 @@ if [ "$RUN_STATUS" -ne 0 ]; then
 fi
 fuzz_done=$(grep -E '^Done [0-9]+ runs' "$LOGS/fuzz_loop.log" | tail -n 1 || true)
 [ -n "$fuzz_done" ] || fail "fuzz_loop did not report its runs (log: $LOGS/fuzz_loop.log)"
+check_fuzz_runs fuzz_loop "$fuzz_done"
 
 # The SNTP reply parser, over a copy of its own corpus.
 "$CLANG" "${COMMON_FLAGS[@]}" -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -382,6 +396,7 @@ if [ "$RUN_STATUS" -ne 0 ]; then
 fi
 sntp_done=$(grep -E '^Done [0-9]+ runs' "$LOGS/fuzz_sntp.log" | tail -n 1 || true)
 [ -n "$sntp_done" ] || fail "fuzz_sntp did not report its runs (log: $LOGS/fuzz_sntp.log)"
+check_fuzz_runs fuzz_sntp "$sntp_done"
 end_stage "fuzz_loop: $fuzz_done; fuzz_sntp: $sntp_done; no crash"
 
 # --- bench: smoke run -------------------------------------------------------------

@@ -649,8 +649,13 @@ static tk_timer_spec pick_bad_spec(uint64_t *r) {
     case 3: s.modes |= TK_MODES_INVALID; break;
     case 4: s.flags |= 2u << rng_below(r, 31); break;
     /* The first fire in the field the flags do not name. */
-    case 5: if (s.flags & TK_TIMER_ABSOLUTE) s.delay_ns = rng_range(r, 1, 100 * U);
-            else s.deadline_ns = rng_pct(r, 50) ? -1 : rng_range(r, 1, 100 * U); break;
+    case 5:
+        if (s.flags & TK_TIMER_ABSOLUTE) {
+            s.delay_ns = rng_range(r, 1, 100 * U);
+        } else {
+            s.deadline_ns = rng_pct(r, 50) ? -1 : rng_range(r, 1, 100 * U);
+        }
+        break;
     case 6: s.modes = TK_MODES(TK_MODE_COUNT + rng_below(r, 40)); break;
     default: s.interval_ns = INT64_MIN; break;
     }

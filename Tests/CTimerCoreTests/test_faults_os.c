@@ -1,0 +1,395 @@
+/*
+ * The real loop under the operating system's faults:
+ *   - signal_storm: signals at about 10 kHz, from a handler installed
+ *     without SA_RESTART, at the thread running the loop and at a thread
+ *     scheduling into it. No fire is lost, early or doubled, every byte of a
+ *     watched pipe is delivered, and no call returns -EINTR.
+ *   - descriptors_run_out: the process runs out of descriptors while a loop
+ *     runs. Calls that need a new one fail with -EMFILE; the timers already
+ *     scheduled keep firing, once each, never early; once descriptors are
+ *     free again the same calls succeed, and nothing leaks.
+ * Times are only checked for order and "never early": the machine is shared.
+ */
+#include "CTimerCore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_harness.h"
+
+#define MS 1000000LL
+
+static int64_t now_on(tk_clock clock) {
+    int64_t now = 0;
+    CHECK_EQ(tk_clock_now(clock, &now), 0);
+    return now;
+}
+
+/* ------------------------------------------------------------------------
+ * Signal storm
+ * ------------------------------------------------------------------------ */
+
+enum { ONE_SHOTS = 40, REPEATING = 3, PIPE_BYTES = 20000 };
+
+static atomic_long g_signals;
+
+static void on_signal(int signo) {
+    (void)signo;
+    atomic_fetch_add(&g_signals, 1);
+}
+
+typedef struct shot {
+    tk_clock clock;
+    int64_t deadline;
+    atomic_int fires;
+    atomic_int early;
+} shot;
+
+typedef struct repeating {
+    tk_clock clock;
+    int64_t first;
+    int64_t interval;
+    uint64_t next_index; /* the grid index the next fire must be at or after */
+    int fires;
+    int early;
+    int went_back;
+} repeating;
+
+typedef struct storm {
+    tk_loop *loop;
+    shot shots[ONE_SHOTS];
+    repeating reps[REPEATING];
+    int pipe_fds[2];
+    atomic_long pipe_read;
+    atomic_int stop; /* ends the signaller and the scheduler */
+    atomic_int eintr; /* calls that returned -EINTR */
+    pthread_t loop_thread, scheduler_thread;
+    atomic_int scheduler_ready;
+    long scheduled, cancelled;
+} storm;
+
+static void shot_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    shot *s = context;
+    if (now_on(s->clock) < s->deadline) atomic_fetch_add(&s->early, 1);
+    atomic_fetch_add(&s->fires, 1);
+}
+
+static void repeating_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id;
+    repeating *r = context;
+    /* This fire stands for grid index next_index + missed. */
+    uint64_t index = r->next_index + missed;
+    int64_t deadline = r->first + (int64_t)index * r->interval;
+    if (now_on(r->clock) < deadline) r->early++;
+    r->fires++;
+    r->next_index = index + 1;
+}
+
+static void pipe_fn(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)loop, (void)events;
+    storm *s = context;
+    char buffer[4096];
+    for (;;) {
+        ssize_t got = read(fd, buffer, sizeof buffer);
+        if (got > 0) {
+            atomic_fetch_add(&s->pipe_read, got);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        break; /* EAGAIN: drained */
+    }
+}
+
+static void *loop_main(void *arg) {
+    storm *s = arg;
+    int result = tk_loop_run(s->loop, 0, TK_FOREVER, 0);
+    if (result == -EINTR) atomic_fetch_add(&s->eintr, 1);
+    return (void *)(intptr_t)result;
+}
+
+static void noop_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+}
+
+/* Schedules, wakes and cancels into the running loop while being signalled,
+ * until told to stop; also writes PIPE_BYTES into the pipe. */
+static void *scheduler_main(void *arg) {
+    storm *s = arg;
+    atomic_store(&s->scheduler_ready, 1);
+    long written = 0;
+    char bytes[100];
+    memset(bytes, 'x', sizeof bytes);
+    while (!atomic_load(&s->stop)) {
+        tk_timer_spec far = {.delay_ns = 3600 * 1000 * MS, .leeway_ns = MS};
+        tk_timer_id id;
+        int result = tk_loop_schedule(s->loop, &far, noop_fn, NULL, &id);
+        if (result == -EINTR) atomic_fetch_add(&s->eintr, 1);
+        if (result == 0) {
+            s->scheduled++;
+            result = tk_loop_cancel(s->loop, id);
+            if (result == -EINTR) atomic_fetch_add(&s->eintr, 1);
+            if (result == 0) s->cancelled++;
+        }
+        result = tk_loop_wakeup(s->loop);
+        if (result == -EINTR) atomic_fetch_add(&s->eintr, 1);
+        if (written < PIPE_BYTES) {
+            ssize_t put = write(s->pipe_fds[1], bytes, sizeof bytes);
+            if (put > 0) written += put;
+        }
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL); /* interrupted by the signals: that is fine */
+    }
+    return NULL;
+}
+
+/* About 10 kHz, alternating between the two threads, until told to stop. */
+static void *signaller_main(void *arg) {
+    storm *s = arg;
+    while (!atomic_load(&s->scheduler_ready)) sched_yield();
+    long sent = 0;
+    while (!atomic_load(&s->stop)) {
+        pthread_kill(sent % 2 ? s->scheduler_thread : s->loop_thread, SIGUSR1);
+        sent++;
+        struct timespec pause = {0, 100000};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+    }
+    return NULL;
+}
+
+static void test_signal_storm(void) {
+    struct sigaction action, old_action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0; /* no SA_RESTART: blocking calls are interrupted */
+    CHECK_EQ(sigaction(SIGUSR1, &action, &old_action), 0);
+
+    static storm s;
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(tk_loop_create(&s.loop), 0);
+    CHECK_EQ(pipe(s.pipe_fds), 0);
+    CHECK_EQ(fcntl(s.pipe_fds[0], F_SETFL, O_NONBLOCK), 0);
+    CHECK_EQ(tk_loop_watch_fd(s.loop, s.pipe_fds[0], TK_IO_READABLE, pipe_fn, &s), 0);
+
+    /* One-shots over the first 1.2 s, on two clocks, some with leeway. */
+    for (int i = 0; i < ONE_SHOTS; i++) {
+        shot *t = &s.shots[i];
+        t->clock = i % 2 ? TK_CLOCK_BOOTTIME : TK_CLOCK_MONOTONIC;
+        int64_t delay = (int64_t)(1 + rng_below(&g_rng, 1200)) * MS;
+        tk_timer_spec spec = {.clock = t->clock, .delay_ns = delay,
+                              .leeway_ns = i % 3 ? 0 : (int64_t)rng_below(&g_rng, 5) * MS};
+        t->deadline = now_on(t->clock) + delay; /* before scheduling: never later than the loop's */
+        tk_timer_id id;
+        CHECK_EQ(tk_loop_schedule(s.loop, &spec, shot_fn, t, &id), 0);
+    }
+    static const int64_t intervals[REPEATING] = {3 * MS, 7 * MS, 11 * MS};
+    for (int i = 0; i < REPEATING; i++) {
+        repeating *r = &s.reps[i];
+        r->clock = i == 1 ? TK_CLOCK_BOOTTIME : TK_CLOCK_MONOTONIC;
+        r->interval = intervals[i];
+        r->first = now_on(r->clock) + 10 * MS;
+        tk_timer_spec spec = {.clock = r->clock, .deadline_ns = r->first,
+                              .interval_ns = r->interval, .leeway_ns = i == 2 ? MS : 0,
+                              .flags = TK_TIMER_ABSOLUTE};
+        tk_timer_id id;
+        CHECK_EQ(tk_loop_schedule(s.loop, &spec, repeating_fn, r, &id), 0);
+    }
+
+    CHECK_EQ(pthread_create(&s.loop_thread, NULL, loop_main, &s), 0);
+    CHECK_EQ(pthread_create(&s.scheduler_thread, NULL, scheduler_main, &s), 0);
+    pthread_t signaller;
+    CHECK_EQ(pthread_create(&signaller, NULL, signaller_main, &s), 0);
+
+    /* Until every one-shot fired and the pipe's bytes are written (bounded). */
+    for (int waited = 0; waited < 30000; waited++) {
+        int done = 1;
+        for (int i = 0; i < ONE_SHOTS; i++) done &= atomic_load(&s.shots[i].fires) > 0;
+        if (done && waited >= 1500) break;
+        struct timespec pause = {0, MS};
+        nanosleep(&pause, NULL);
+    }
+    /* The signaller first: it signals the scheduler, which is joined after. */
+    atomic_store(&s.stop, 1);
+    pthread_join(signaller, NULL);
+    pthread_join(s.scheduler_thread, NULL);
+    /* The last bytes the scheduler wrote are read before the loop stops. */
+    for (int waited = 0; waited < 10000 && atomic_load(&s.pipe_read) < PIPE_BYTES; waited++) {
+        struct timespec pause = {0, MS};
+        nanosleep(&pause, NULL);
+    }
+    CHECK_EQ(tk_loop_stop(s.loop), 0);
+    void *result;
+    pthread_join(s.loop_thread, &result);
+    CHECK_EQ((intptr_t)result, TK_RUN_STOPPED);
+
+    long signals = atomic_load(&g_signals);
+    printf("signal storm: %ld signals, %ld schedule+cancel pairs, %ld bytes through the pipe\n",
+           signals, s.scheduled, atomic_load(&s.pipe_read));
+    CHECK_GE(signals, 2000); /* the storm did happen */
+    CHECK_EQ(atomic_load(&s.eintr), 0);
+    CHECK_EQ(s.scheduled, s.cancelled);
+    for (int i = 0; i < ONE_SHOTS; i++) {
+        CHECK_EQ(atomic_load(&s.shots[i].fires), 1);
+        CHECK_EQ(atomic_load(&s.shots[i].early), 0);
+    }
+    for (int i = 0; i < REPEATING; i++) {
+        CHECK_GE(s.reps[i].fires, 10);
+        CHECK_EQ(s.reps[i].early, 0);
+        /* Every period is accounted for: fires plus skipped ones. */
+        CHECK_GE(s.reps[i].next_index, (uint64_t)s.reps[i].fires);
+    }
+    CHECK_EQ(atomic_load(&s.pipe_read), PIPE_BYTES);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(s.loop, &stats), 0);
+    CHECK_EQ(stats.pending, REPEATING);
+    CHECK_EQ(tk_loop_unwatch_fd(s.loop, s.pipe_fds[0]), 0);
+    CHECK_EQ(tk_loop_destroy(s.loop), 0);
+    close(s.pipe_fds[0]);
+    close(s.pipe_fds[1]);
+    CHECK_EQ(sigaction(SIGUSR1, &old_action, NULL), 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Descriptors running out during a run
+ * ------------------------------------------------------------------------ */
+
+static int open_fds(void) {
+    int count = 0;
+    for (int fd = 0; fd < 4096; fd++) count += fcntl(fd, F_GETFD) != -1;
+    return count;
+}
+
+typedef struct exhausted {
+    tk_loop *loop;
+    shot shots[20];
+    repeating rep;
+} exhausted;
+
+static void *exhausted_loop_main(void *arg) {
+    exhausted *e = arg;
+    return (void *)(intptr_t)tk_loop_run(e->loop, 0, TK_FOREVER, 0);
+}
+
+static void change_fn(tk_loop *loop, void *context) { (void)loop, (void)context; }
+
+static void test_descriptors_run_out(void) {
+    int before = open_fds();
+    static exhausted e;
+    memset(&e, 0, sizeof e);
+    CHECK_EQ(tk_loop_create(&e.loop), 0);
+    for (int i = 0; i < 20; i++) {
+        shot *t = &e.shots[i];
+        t->clock = TK_CLOCK_MONOTONIC;
+        int64_t delay = (int64_t)(50 + 20 * i) * MS;
+        t->deadline = now_on(t->clock) + delay;
+        tk_timer_spec spec = {.delay_ns = delay};
+        tk_timer_id id;
+        CHECK_EQ(tk_loop_schedule(e.loop, &spec, shot_fn, t, &id), 0);
+    }
+    e.rep.clock = TK_CLOCK_MONOTONIC;
+    e.rep.interval = 5 * MS;
+    e.rep.first = now_on(TK_CLOCK_MONOTONIC) + 5 * MS;
+    tk_timer_spec every = {.deadline_ns = e.rep.first, .interval_ns = e.rep.interval,
+                           .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_id rep_id;
+    CHECK_EQ(tk_loop_schedule(e.loop, &every, repeating_fn, &e.rep, &rep_id), 0);
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, exhausted_loop_main, &e), 0);
+
+    /* Now the process runs out: a limit just above what is open, filled. */
+    struct rlimit old;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int highest = 0;
+    for (int fd = 0; fd < 4096; fd++)
+        if (fcntl(fd, F_GETFD) != -1) highest = fd;
+    struct rlimit tight = old;
+    tight.rlim_cur = (rlim_t)highest + 8;
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    /* Every free number up to the limit taken (gaps below included). */
+    int capacity = highest + 8;
+    int *fillers = calloc((size_t)capacity, sizeof *fillers);
+    int filled = 0, fd;
+    while (filled < capacity && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
+        fillers[filled++] = fd;
+    }
+    CHECK(filled < capacity);
+    CHECK_EQ(errno, EMFILE);
+
+    /* What needs a descriptor fails, and says why; nothing else changes. */
+    tk_loop *other = NULL;
+    CHECK_EQ(tk_loop_create(&other), -EMFILE);
+    CHECK(other == NULL);
+    shot boot_shot = {.clock = TK_CLOCK_BOOTTIME};
+    tk_timer_spec boot = {.clock = TK_CLOCK_BOOTTIME, .delay_ns = MS}; /* a clock not in use yet */
+    tk_timer_id boot_id = TK_TIMER_NONE;
+    CHECK_EQ(tk_loop_schedule(e.loop, &boot, shot_fn, &boot_shot, &boot_id), -EMFILE);
+    CHECK_EQ(tk_loop_set_clock_change_handler(e.loop, change_fn, NULL), -EMFILE);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(e.loop, &stats), 0);
+    CHECK_EQ(stats.pending, 21);
+    /* A timer on a clock in use needs no descriptor. */
+    shot mono_shot = {.clock = TK_CLOCK_MONOTONIC};
+    mono_shot.deadline = now_on(TK_CLOCK_MONOTONIC) + 2 * MS;
+    tk_timer_spec mono = {.delay_ns = 2 * MS};
+    tk_timer_id mono_id;
+    CHECK_EQ(tk_loop_schedule(e.loop, &mono, shot_fn, &mono_shot, &mono_id), 0);
+
+    /* The run goes on: every timer fires, once, never early. */
+    for (int waited = 0; waited < 20000; waited++) {
+        int done = atomic_load(&mono_shot.fires) > 0;
+        for (int i = 0; i < 20; i++) done &= atomic_load(&e.shots[i].fires) > 0;
+        if (done) break;
+        struct timespec pause = {0, MS};
+        nanosleep(&pause, NULL);
+    }
+    CHECK_EQ(atomic_load(&mono_shot.fires), 1);
+    CHECK_EQ(atomic_load(&mono_shot.early), 0);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(atomic_load(&e.shots[i].fires), 1);
+        CHECK_EQ(atomic_load(&e.shots[i].early), 0);
+    }
+
+    /* Descriptors free again: the same calls succeed. */
+    for (int i = 0; i < filled; i++) close(fillers[i]);
+    free(fillers);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    CHECK_EQ(tk_loop_schedule(e.loop, &boot, shot_fn, &boot_shot, &boot_id), 0);
+    boot_shot.deadline = now_on(TK_CLOCK_BOOTTIME); /* scheduled after this read: never early */
+    CHECK_EQ(tk_loop_set_clock_change_handler(e.loop, change_fn, NULL), 0);
+    CHECK_EQ(tk_loop_create(&other), 0);
+    CHECK_EQ(tk_loop_destroy(other), 0);
+    for (int waited = 0; waited < 20000 && atomic_load(&boot_shot.fires) == 0; waited++) {
+        struct timespec pause = {0, MS};
+        nanosleep(&pause, NULL);
+    }
+    CHECK_EQ(atomic_load(&boot_shot.fires), 1);
+
+    CHECK_EQ(tk_loop_stop(e.loop), 0);
+    void *result;
+    pthread_join(thread, &result);
+    CHECK_EQ((intptr_t)result, TK_RUN_STOPPED);
+    CHECK_GE(e.rep.fires, 1);
+    CHECK_EQ(e.rep.early, 0);
+    CHECK_EQ(tk_loop_destroy(e.loop), 0);
+    CHECK_EQ(open_fds(), before); /* every descriptor the loops made is closed */
+}
+
+static const test_case tests[] = {
+    {"signal_storm", test_signal_storm, 120},
+    {"descriptors_run_out", test_descriptors_run_out, 120},
+};
+
+int main(int argc, char **argv) {
+    return test_main(argc, argv, "test_faults_os", tests, sizeof tests / sizeof tests[0]);
+}
