@@ -9,13 +9,14 @@
 # 60, 120 and 240 Hz; executor-peers: an actor on a TimerLoop sleeping on
 # TimerKit's clock against a default actor sleeping with Task.sleep; each
 # measured in one run; timer-cost: a LoopTimer against the C core at 1k, 100k
-# and 1M pending, without the malloc interposer).
+# and 1M pending, without the malloc interposer). timer-peers also draws its
+# figures as SVG charts into build/charts/.
 #
 #   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
 # C binaries go to build/release/, the Swift ones to .build/release/ and
-# Benchmarks/.build/release/.
+# Benchmarks/.build/release/; the charts to build/charts/.
 
 set -euo pipefail
 
@@ -80,8 +81,8 @@ echo "=== .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5
 .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json
 echo "=== swift build -c release --package-path Benchmarks --product timer-peers"
 swift build -c release --package-path Benchmarks --product timer-peers
-echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]}"
-Benchmarks/.build/release/timer-peers "${QUICK[@]}"
+echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]} --charts build/charts"
+Benchmarks/.build/release/timer-peers "${QUICK[@]}" --charts build/charts
 echo "=== swift build -c release --package-path Benchmarks --product countdown-peers"
 swift build -c release --package-path Benchmarks --product countdown-peers
 echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
@@ -98,3 +99,7 @@ echo "=== swift build -c release --package-path Benchmarks --product frame-peers
 swift build -c release --package-path Benchmarks --product frame-peers
 echo "=== Benchmarks/.build/release/frame-peers ${QUICK[*]}"
 Benchmarks/.build/release/frame-peers "${QUICK[@]}"
+echo "=== timer-peers' charts of this run (SVG, open in a browser):"
+for chart in lateness-cdf cost-vs-pending wakeups-vs-tolerance; do
+    echo "    $PWD/build/charts/$chart.svg"
+done

@@ -25,9 +25,10 @@
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
-#           harness tests, and in release timer-peers --quick, timer-cost --quick,
-#           frame-peers --quick, executor-peers --quick, countdown-peers
-#           --quick and the suite's benchmark list
+#           harness tests, and in release timer-peers --quick (its SVG charts
+#           written to build/charts/ and checked with xmllint), timer-cost
+#           --quick, frame-peers --quick, executor-peers --quick,
+#           countdown-peers --quick and the suite's benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
 #   demo    scripts/test-demo.sh: `timerkit demo` driven in tmux (send-keys,
@@ -101,13 +102,14 @@ apt_install_missing() {
 # gcc for the second-compiler build; libc headers; binutils; the C++ runtime
 # that libFuzzer links against (for the gcc that clang picks up); tmux and
 # faketime for the demo and fps stages (chrony is installed by the trusted stage, which
-# keeps the package from starting the system's NTP service).
+# keeps the package from starting the system's NTP service); libxml2-utils
+# (xmllint) for the peers stage's check of the benchmark charts.
 install_deps() {
     if ! command -v dpkg-query >/dev/null 2>&1; then
         echo "not a Debian system: not installing packages; the builds will tell what is missing"
         return 0
     fi
-    apt_install_missing gcc libc6-dev binutils coreutils python3 tmux faketime
+    apt_install_missing gcc libc6-dev binutils coreutils python3 tmux faketime libxml2-utils
     local gcc_major
     gcc_major=$(gcc -dumpversion | cut -d. -f1)
     apt_install_missing "libstdc++-${gcc_major}-dev"
@@ -518,7 +520,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers, timer-cost, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers (and its charts), timer-cost, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -532,10 +534,24 @@ peers_tests=$(grep -E 'Test run with [0-9]+ tests? .*passed' "$LOGS/peers-test.l
 PASSED=$((PASSED + peers_tests))
 run_logged "$LOGS/peers-build.log" swift build -c release --package-path Benchmarks
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --package-path Benchmarks failed (log: $LOGS/peers-build.log)"
-run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-peers --quick
+CHARTS=build/charts
+CHART_FILES=(lateness-cdf.svg cost-vs-pending.svg wakeups-vs-tolerance.svg)
+rm -rf "$CHARTS"
+run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-peers --quick \
+    --charts "$CHARTS"
 [ "$RUN_STATUS" -eq 0 ] || fail "timer-peers --quick exited with status $RUN_STATUS (log: $LOGS/timer-peers.log)"
 grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
+# The charts must be well-formed XML; without xmllint they cannot be checked,
+# which fails the stage (the deps stage installs libxml2-utils).
+command -v xmllint >/dev/null 2>&1 ||
+    fail "xmllint not found: cannot check the charts in $CHARTS (Debian package libxml2-utils; scripts/test.sh --install-deps)"
+for chart in "${CHART_FILES[@]}"; do
+    [ -s "$CHARTS/$chart" ] ||
+        fail "timer-peers --quick --charts $CHARTS wrote no $chart (log: $LOGS/timer-peers.log)"
+    xmllint --noout "$CHARTS/$chart" >"$LOGS/xmllint-$chart.log" 2>&1 ||
+        fail "xmllint: $CHARTS/$chart is not well-formed: $(head -n 3 "$LOGS/xmllint-$chart.log")"
+done
 run_logged "$LOGS/frame-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/frame-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "frame-peers --quick exited with status $RUN_STATUS (log: $LOGS/frame-peers.log)"
 for peer in "bare timerfd \(C floor\)" "TimerKit FrameTicker" "Task.sleep\(until:\) loop" "DispatchSourceTimer" "NIO scheduleRepeatedTask"; do
@@ -560,7 +576,7 @@ run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks be
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers, timer-cost, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
+end_stage "timer-peers (${#CHART_FILES[@]} charts well-formed), timer-cost, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
 
 # --- the test scripts: trusted time, and the terminal programs ---------------------
 

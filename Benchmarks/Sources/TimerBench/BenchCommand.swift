@@ -19,11 +19,13 @@ public enum BenchCommand {
         public var length = Length.standard
         public var json = false
         public var seed: UInt64?
+        /// The directory to write the run's SVG charts into, if any.
+        public var charts: String?
 
         public init() {}
 
-        /// Reads `--quick`, `--full`, `--json` and `--seed N`; nil and a
-        /// message for anything else.
+        /// Reads `--quick`, `--full`, `--json`, `--seed N` and `--charts DIR`;
+        /// nil and a message for anything else.
         public static func parse(_ arguments: some Sequence<String>) -> (Options?, String?) {
             var options = Options()
             var rest = Array(arguments)[...]
@@ -37,6 +39,11 @@ public enum BenchCommand {
                         return (nil, "--seed needs a number")
                     }
                     options.seed = seed
+                case "--charts":
+                    guard let directory = rest.popFirst(), !directory.isEmpty, !directory.hasPrefix("--") else {
+                        return (nil, "--charts needs a directory")
+                    }
+                    options.charts = directory
                 default:
                     return (nil, "unknown option \(argument)")
                 }
@@ -80,9 +87,19 @@ public enum BenchCommand {
     static let latenessTargetMaxPeriod: Int64 = 5_000_000
 
     /// Runs the benchmark, prints the table (or JSON) on stdout and progress
-    /// on stderr; 0 when every side ran, 1 when one failed.
+    /// on stderr, and writes the charts when asked (`Options.charts`); 0 when
+    /// every side ran and the charts were written, 1 otherwise.
     public static func run(_ options: Options, peers: Peers? = nil) -> Int32 {
         let length = options.length
+        // A directory that cannot be made fails the run before it measures.
+        if let directory = options.charts {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                FileHandle.standardError.write(Data("bench: FAILED: charts: cannot make \(directory): \(error)\n".utf8))
+                return 1
+            }
+        }
         let peers = peers ?? .standard(length)
         let seed = options.seed
             ?? ProcessInfo.processInfo.environment["TK_SEED"].flatMap { UInt64($0) }
@@ -135,6 +152,14 @@ public enum BenchCommand {
             coalescing: coalescing, coalescingFigures: coalescingFigures, clockFigures: clockFigures,
             failures: failures)
         print(options.json ? report.json.render() : report.text)
+        if let directory = options.charts {
+            do {
+                let paths = try BenchCharts.write(report, to: directory)
+                progress("charts: \(paths.joined(separator: ", "))")
+            } catch {
+                failures.append("charts: writing to \(directory): \(error)")
+            }
+        }
         for failure in failures {
             FileHandle.standardError.write(Data("bench: FAILED: \(failure)\n".utf8))
         }

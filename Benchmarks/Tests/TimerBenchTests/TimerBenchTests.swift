@@ -100,11 +100,14 @@ import Testing
 
 @Suite struct OptionsTests {
     @Test func parsesEveryOption() {
-        let (options, problem) = BenchCommand.Options.parse(["--full", "--json", "--seed", "12"])
+        let (options, problem) = BenchCommand.Options.parse(
+            ["--full", "--json", "--seed", "12", "--charts", "build/charts"])
         #expect(problem == nil)
         #expect(options?.length == .full)
         #expect(options?.json == true)
         #expect(options?.seed == 12)
+        #expect(options?.charts == "build/charts")
+        #expect(BenchCommand.Options.parse([]).0?.charts == nil)
         #expect(BenchCommand.Options.parse(["--quick"]).0?.length == .quick)
         #expect(BenchCommand.Options.parse([]).0?.length == .standard)
     }
@@ -113,6 +116,8 @@ import Testing
         #expect(BenchCommand.Options.parse(["--seed"]).0 == nil)
         #expect(BenchCommand.Options.parse(["--seed", "x"]).1 == "--seed needs a number")
         #expect(BenchCommand.Options.parse(["--fast"]).1 == "unknown option --fast")
+        #expect(BenchCommand.Options.parse(["--charts"]).1 == "--charts needs a directory")
+        #expect(BenchCommand.Options.parse(["--charts", "--quick"]).1 == "--charts needs a directory")
     }
 }
 
