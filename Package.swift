@@ -81,6 +81,23 @@ let package = Package(
             name: "CountdownsTests",
             dependencies: ["Countdowns", "TrustedTime", "TimerKit"]
         ),
+        // The Swift facade out of memory: the test program links with the
+        // C allocator's functions wrapped, so that the C core's k-th
+        // allocation can fail (see Tests/CAllocationFaults).
+        .target(
+            name: "CAllocationFaults",
+            path: "Tests/CAllocationFaults"
+        ),
+        .testTarget(
+            name: "FaultInjectionTests",
+            dependencies: ["TimerKit", "CAllocationFaults"],
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--wrap=malloc", "-Xlinker", "--wrap=calloc",
+                    "-Xlinker", "--wrap=realloc", "-Xlinker", "--wrap=posix_memalign",
+                ])
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

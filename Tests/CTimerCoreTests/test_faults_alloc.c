@@ -28,52 +28,9 @@
 
 #include "test_harness.h"
 
-/* ------------------------------------------------------------------------
- * The failing allocator
- * ------------------------------------------------------------------------ */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t count, size_t size);
-void *__real_realloc(void *pointer, size_t size);
-int __real_posix_memalign(void **memory, size_t alignment, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_realloc(void *pointer, size_t size);
-int __wrap_posix_memalign(void **memory, size_t alignment, size_t size);
-
-static atomic_int g_armed;      /* counting only while a scenario runs */
-static atomic_long g_count;     /* allocations counted */
-static atomic_long g_fail_at;   /* the one that fails (0: none) */
-static atomic_long g_refused;   /* how many were refused */
-
-/* Whether this allocation is the one to refuse. */
-static int refuse(void) {
-    if (!atomic_load(&g_armed)) return 0;
-    long n = atomic_fetch_add(&g_count, 1) + 1;
-    if (n != atomic_load(&g_fail_at)) return 0;
-    atomic_fetch_add(&g_refused, 1);
-    return 1;
-}
-
-void *__wrap_malloc(size_t size) {
-    if (refuse()) { errno = ENOMEM; return NULL; }
-    return __real_malloc(size);
-}
-
-void *__wrap_calloc(size_t count, size_t size) {
-    if (refuse()) { errno = ENOMEM; return NULL; }
-    return __real_calloc(count, size);
-}
-
-void *__wrap_realloc(void *pointer, size_t size) {
-    if (refuse()) { errno = ENOMEM; return NULL; }
-    return __real_realloc(pointer, size);
-}
-
-int __wrap_posix_memalign(void **memory, size_t alignment, size_t size) {
-    if (refuse()) return ENOMEM;
-    return __real_posix_memalign(memory, alignment, size);
-}
+/* The failing allocator the Swift tests use too: this thread's k-th
+ * allocation fails while armed. */
+#include "../CAllocationFaults/allocation_faults.c"
 
 /* ------------------------------------------------------------------------
  * What a scenario does, recorded without allocating
@@ -269,12 +226,9 @@ static void run_once(long fail_at, record *out) {
     memset(out, 0, sizeof *out);
     memset(g_released, 0, sizeof g_released);
     g_record = out;
-    atomic_store(&g_count, 0);
-    atomic_store(&g_refused, 0);
-    atomic_store(&g_fail_at, fail_at);
-    atomic_store(&g_armed, 1);
+    allocation_faults_arm(fail_at);
     scenario();
-    atomic_store(&g_armed, 0);
+    allocation_faults_disarm();
 }
 
 static int same_events(const record *a, const record *b) {
@@ -291,7 +245,7 @@ static int same_events(const record *a, const record *b) {
 static void test_every_allocation_fails_once(void) {
     static record golden, faulty;
     run_once(0, &golden);
-    long allocations = atomic_load(&g_count);
+    long allocations = allocation_faults_count();
     int golden_released[TIMERS + 8];
     memcpy(golden_released, g_released, sizeof golden_released);
     printf("scenario: %ld allocations, %d callbacks, %d steps\n", allocations, golden.count,
@@ -317,7 +271,7 @@ static void test_every_allocation_fails_once(void) {
     int failures_seen = 0, mismatches = 0, bad = 0, release_errors = 0;
     for (long k = 1; k <= allocations + 1; k++) {
         run_once(k, &faulty);
-        if (k <= allocations) failures_seen += atomic_load(&g_refused) == 1 && faulty.enomem >= 1;
+        if (k <= allocations) failures_seen += allocation_faults_refused() == 1 && faulty.enomem >= 1;
         bad += faulty.bad;
         if (!same_events(&golden, &faulty)) {
             mismatches++;
