@@ -34,7 +34,8 @@
  *          tk_loop_advance take their mode as a one-mode set, TK_MODES(i),
  *          like everything else (0, and so TK_MODE_DEFAULT, still means the
  *          default mode); a set of several modes is -EINVAL. A timer never
- *          fires while a callback of it runs (see tk_loop_run).
+ *          fires while a callback of it runs (see tk_loop_run). Added:
+ *          tk_loop_set_wakeup_handler, tk_loop_runs_on_this_thread.
  *       1  the first version.
  */
 #ifndef CTIMERCORE_H

@@ -17,7 +17,8 @@
 #           parser) under libFuzzer, TK_FUZZ_RUNS executions each (fewer
 #           before the TK_FUZZ_SECONDS cap fail the stage), over copies of
 #           their corpora
-#   bench   the core benchmark built with -O2, run with --quick
+#   bench   the core benchmark built with -O2, run with --quick; the soak
+#           (Benchmarks/CTimerCoreBench/soak.c) for 6 seconds
 #   swift   swift build, swift test
 #   misuse  scripts/check-misuse.sh: Tests/MisuseTests must not compile (or must)
 #   docs    scripts/build-docs.sh: the DocC catalogs, warnings as errors
@@ -223,11 +224,12 @@ FUZZ_CORPUS=Tests/CTimerCoreTests/fuzz-corpus
 SNTP_FUZZER=Tests/CTimerSNTPTests/fuzz_sntp.c
 SNTP_CORPUS=Tests/CTimerSNTPTests/fuzz-corpus
 BENCH=Benchmarks/CTimerCoreBench/core_bench.c
+SOAK=Benchmarks/CTimerCoreBench/soak.c
 missing=()
 for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/clock.c Sources/CTimerCore/heap.c Sources/CTimerCore/heap.h \
     Sources/CTimerCore/loop.c Sources/CTimerSNTP/include/CTimerSNTP.h \
-    "$FUZZER" "$SNTP_FUZZER" "$BENCH" scripts/test-trusted-time.sh scripts/test-demo.sh \
+    "$FUZZER" "$SNTP_FUZZER" "$BENCH" "$SOAK" scripts/test-trusted-time.sh scripts/test-demo.sh \
     scripts/test-fps.sh scripts/lib/terminal-test.sh scripts/lib/test-harness.sh \
     Benchmarks/Package.swift Benchmarks/Benchmarks/TimerBenchmarks/TimerBenchmarks.swift; do
     [ -f "$file" ] || missing+=("$file")
@@ -403,13 +405,19 @@ end_stage "fuzz_loop: $fuzz_done; fuzz_sntp: $sntp_done; no crash"
 
 # --- bench: smoke run -------------------------------------------------------------
 
-begin_stage bench "core benchmark -O2 --quick (smoke)"
+begin_stage bench "core benchmark -O2 --quick and a 6-second soak (smoke)"
 "$CLANG" "${COMMON_FLAGS[@]}" -O2 "${CLANG_LINK[@]}" "${CORE[@]}" "$BENCH" \
     -lpthread -ldl -lm -o build/bench/core_bench ||
     fail "could not build $BENCH"
 run_logged "$LOGS/core_bench.log" timeout -k 10 "$TK_TEST_TIMEOUT" build/bench/core_bench --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "core_bench --quick exited with status $RUN_STATUS (log: $LOGS/core_bench.log)"
-end_stage "core_bench --quick ran"
+# The soak (10 minutes by hand, scripts/soak.sh) for a few seconds, so that
+# it keeps working: its accounting must hold (status 0).
+"$CLANG" "${COMMON_FLAGS[@]}" -O2 "${CLANG_LINK[@]}" "${CORE[@]}" "$SOAK" -lpthread -o build/bench/soak ||
+    fail "could not build $SOAK"
+run_logged "$LOGS/soak.log" timeout -k 10 "$TK_TEST_TIMEOUT" build/bench/soak --seconds 6 --sample-seconds 1
+[ "$RUN_STATUS" -eq 0 ] || fail "soak --seconds 6 exited with status $RUN_STATUS (log: $LOGS/soak.log)"
+end_stage "core_bench --quick and soak --seconds 6 ran"
 
 # --- swift ------------------------------------------------------------------------
 
