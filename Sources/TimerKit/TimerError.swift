@@ -53,6 +53,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidFrameRate(FrameRateRange)
     /// A frame-rate monitor needs a positive frame interval and window.
     case invalidMonitorSetting(Duration)
+    /// A ``QueueTimer`` was resumed more often than it was suspended.
+    case unbalancedResume
+    /// A ``QueueTimer`` was cancelled; a cancelled timer cannot be scheduled.
+    case cancelled
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the
     /// function is then `tk_loop_run`).
@@ -101,6 +105,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "not a frame rate range: \(range) (rates are in [1e-6, 1e9] frames per second, minimum <= preferred <= maximum)"
         case .invalidMonitorSetting(let value):
             "a frame-rate monitor needs a positive frame interval and window, not \(value)"
+        case .unbalancedResume:
+            "the queue timer was resumed without a matching suspend"
+        case .cancelled:
+            "the queue timer was cancelled and cannot be scheduled"
         case .system(let failure):
             failure.description
         }
