@@ -6,6 +6,8 @@ import Dispatch
 /// source.
 ///
 /// ```swift
+/// import Dispatch
+///
 /// let queue = DispatchQueue(label: "refresh")
 /// let timer = try QueueTimer(queue: queue)
 /// timer.setEventHandler { fires in
