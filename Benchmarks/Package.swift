@@ -16,6 +16,9 @@
 //   swift run -c release frame-peers  frame pacing at 60, 120 and 240 Hz: FrameTicker,
 //                                     a Task.sleep loop, DispatchSourceTimer and NIO's
 //                                     scheduleRepeatedTask (the README's frame table)
+//   swift run -c release queue-peers  QueueTimer against DispatchSourceTimer: lateness,
+//                                     create + cancel against pending timers, wake-ups and
+//                                     context switches at 10 % leeway (the README's queue table)
 //   swift test                        the harnesses' own tests (TimerBenchTests,
 //                                     CountdownBenchTests, FrameBenchTests)
 //
@@ -121,6 +124,13 @@ let package = Package(
         .executableTarget(
             name: "executor-peers",
             dependencies: ["ExecutorBench", "TimerBench"]
+        ),
+        .executableTarget(
+            name: "queue-peers",
+            dependencies: [
+                "TimerBench",
+                .product(name: "TimerKit", package: "TimerKit"),
+            ]
         ),
         .executableTarget(
             name: "timer-cost",

@@ -9,7 +9,8 @@
 # 60, 120 and 240 Hz; executor-peers: an actor on a TimerLoop sleeping on
 # TimerKit's clock against a default actor sleeping with Task.sleep; each
 # measured in one run; timer-cost: a LoopTimer against the C core at 1k, 100k
-# and 1M pending, without the malloc interposer). timer-peers also draws its
+# and 1M pending, without the malloc interposer; queue-peers: QueueTimer
+# against DispatchSourceTimer). timer-peers also draws its
 # figures as SVG charts into build/charts/.
 #
 #   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
@@ -95,6 +96,10 @@ echo "=== swift build -c release --package-path Benchmarks --product executor-pe
 swift build -c release --package-path Benchmarks --product executor-peers
 echo "=== Benchmarks/.build/release/executor-peers ${QUICK[*]}"
 Benchmarks/.build/release/executor-peers "${QUICK[@]}"
+echo "=== swift build -c release --package-path Benchmarks --product queue-peers"
+swift build -c release --package-path Benchmarks --product queue-peers
+echo "=== Benchmarks/.build/release/queue-peers ${QUICK[*]}"
+Benchmarks/.build/release/queue-peers "${QUICK[@]}"
 echo "=== swift build -c release --package-path Benchmarks --product frame-peers"
 swift build -c release --package-path Benchmarks --product frame-peers
 echo "=== Benchmarks/.build/release/frame-peers ${QUICK[*]}"

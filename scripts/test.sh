@@ -29,7 +29,8 @@
 #           harness tests, and in release timer-peers --quick (its SVG charts
 #           written to build/charts/ and checked with xmllint), timer-cost
 #           --quick, frame-peers --quick, executor-peers --quick,
-#           countdown-peers --quick and the suite's benchmark list
+#           countdown-peers --quick, queue-peers --quick and the suite's
+#           benchmark list
 #   trusted scripts/test-trusted-time.sh: installs chrony and faketime if
 #           missing, syncs from chrony on loopback under a faked wall clock
 #   demo    scripts/test-demo.sh: `timerkit demo` driven in tmux (send-keys,
@@ -528,7 +529,7 @@ end_stage "timerkit ran"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 
-begin_stage peers "Benchmarks/: harness tests, timer-peers (and its charts), timer-cost, frame-peers, countdown-peers and executor-peers --quick, the ordo-one suite's list (smoke)"
+begin_stage peers "Benchmarks/: harness tests, timer-peers (and its charts), timer-cost, frame-peers, countdown-peers, executor-peers and queue-peers --quick, the ordo-one suite's list (smoke)"
 if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
     tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
     RUN_STATUS=0
@@ -580,11 +581,17 @@ for side in "actor on a TimerLoop" "default actor, Task.sleep"; do
     grep -qE "^$side.* +[0-9]+ +[0-9.]+ " "$LOGS/executor-peers.log" ||
         fail "executor-peers --quick printed no row for $side (log: $LOGS/executor-peers.log)"
 done
+run_logged "$LOGS/queue-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/queue-peers --quick
+[ "$RUN_STATUS" -eq 0 ] || fail "queue-peers --quick exited with status $RUN_STATUS (log: $LOGS/queue-peers.log)"
+[ "$(grep -cE '^(QueueTimer|DispatchSourceTimer) +[0-9]' "$LOGS/queue-peers.log")" -eq 4 ] ||
+    fail "queue-peers --quick printed no lateness and coalescing row for each side (log: $LOGS/queue-peers.log)"
+[ "$(grep -cE '^[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+x' "$LOGS/queue-peers.log")" -eq 2 ] ||
+    fail "queue-peers --quick printed no create + cancel row for each size (log: $LOGS/queue-peers.log)"
 run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
-end_stage "timer-peers (${#CHART_FILES[@]} charts well-formed), timer-cost, frame-peers, countdown-peers and executor-peers ran; $listed benchmarks listed"
+end_stage "timer-peers (${#CHART_FILES[@]} charts well-formed), timer-cost, frame-peers, countdown-peers, executor-peers and queue-peers ran; $listed benchmarks listed"
 
 # --- the test scripts: trusted time, and the terminal programs ---------------------
 
