@@ -25,6 +25,7 @@
  * rather than producing a figure.
  */
 #include "CTimerCore.h"
+#include "proc_self.h"
 #include "splitmix64.h"
 
 #include <errno.h>
@@ -598,27 +599,12 @@ typedef struct mem_result {
     uint64_t allocs;   /* allocation calls while scheduling the n timers */
 } mem_result;
 
-/* Reads statm without stdio, so that nothing is allocated. */
-static int64_t rss_bytes(void) {
-    char buf[256];
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t got = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (got <= 0) return -1;
-    buf[got] = 0;
-    char *p = buf;
-    while (*p && *p != ' ') p++; /* skip size */
-    long long pages = strtoll(p, NULL, 10);
-    return (int64_t)pages * (int64_t)sysconf(_SC_PAGESIZE);
-}
-
 static mem_snap snap(void) {
     struct mallinfo2 mi = mallinfo2();
     mem_snap s;
     s.uord = (int64_t)mi.uordblks;
     s.hblkhd = (int64_t)mi.hblkhd;
-    s.rss = rss_bytes();
+    s.rss = proc_rss_bytes();
     return s;
 }
 
