@@ -59,30 +59,19 @@ echo "=== .build/release/timerkit demo --print-after 2 (interactive: .build/rele
 rm -f "$DEMO_STATE"
 echo "=== .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json"
 .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json
-echo "=== swift build -c release --package-path Benchmarks --product timer-peers"
-swift build -c release --package-path Benchmarks --product timer-peers
-echo "=== Benchmarks/.build/release/timer-peers ${QUICK[*]} --charts build/charts"
-Benchmarks/.build/release/timer-peers "${QUICK[@]}" --charts build/charts
-echo "=== swift build -c release --package-path Benchmarks --product countdown-peers"
-swift build -c release --package-path Benchmarks --product countdown-peers
-echo "=== Benchmarks/.build/release/countdown-peers ${QUICK[*]}"
-Benchmarks/.build/release/countdown-peers "${QUICK[@]}"
-echo "=== swift build -c release --package-path Benchmarks --product timer-cost"
-swift build -c release --package-path Benchmarks --product timer-cost
-echo "=== Benchmarks/.build/release/timer-cost ${QUICK[*]}"
-Benchmarks/.build/release/timer-cost "${QUICK[@]}"
-echo "=== swift build -c release --package-path Benchmarks --product executor-peers"
-swift build -c release --package-path Benchmarks --product executor-peers
-echo "=== Benchmarks/.build/release/executor-peers ${QUICK[*]}"
-Benchmarks/.build/release/executor-peers "${QUICK[@]}"
-echo "=== swift build -c release --package-path Benchmarks --product queue-peers"
-swift build -c release --package-path Benchmarks --product queue-peers
-echo "=== Benchmarks/.build/release/queue-peers ${QUICK[*]}"
-Benchmarks/.build/release/queue-peers "${QUICK[@]}"
-echo "=== swift build -c release --package-path Benchmarks --product frame-peers"
-swift build -c release --package-path Benchmarks --product frame-peers
-echo "=== Benchmarks/.build/release/frame-peers ${QUICK[*]}"
-Benchmarks/.build/release/frame-peers "${QUICK[@]}"
+# Builds one of Benchmarks/' programs in release and runs it with `args`.
+run_peer() { # product, args...
+    local product=$1
+    shift
+    echo "=== swift build -c release --package-path Benchmarks --product $product"
+    swift build -c release --package-path Benchmarks --product "$product"
+    echo "=== Benchmarks/.build/release/$product $*"
+    Benchmarks/.build/release/"$product" "$@"
+}
+run_peer timer-peers ${QUICK[@]+"${QUICK[@]}"} --charts build/charts
+for product in countdown-peers timer-cost executor-peers queue-peers frame-peers; do
+    run_peer "$product" ${QUICK[@]+"${QUICK[@]}"}
+done
 echo "=== timer-peers' charts of this run (SVG, open in a browser):"
 for chart in lateness-cdf cost-vs-pending wakeups-vs-tolerance; do
     echo "    $PWD/build/charts/$chart.svg"
