@@ -26,6 +26,11 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       3  Added: precise timers (TK_TIMER_PRECISE, tk_precision,
+ *          tk_loop_set_precision, tk_loop_get_precision), the spin counters
+ *          at the end of tk_loop_stats and `flags` at the end of
+ *          tk_timer_info. Code that allocates these two structs must be
+ *          compiled against this header: the library fills the new fields.
  *       2  tk_timer_spec: the relative first fire is `delay_ns`;
  *          `deadline_ns` is absolute only and needs TK_TIMER_ABSOLUTE (without
  *          it, a non-zero `deadline_ns` is -EINVAL, so version-1 code that
@@ -50,7 +55,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 2
+#define TK_API_VERSION 3
 
 /* ------------------------------------------------------------------------
  * Types
@@ -195,12 +200,24 @@ typedef struct tk_timer_spec {
     int64_t leeway_ns;
     /** The modes the timer fires in; 0 (the empty set) means the default mode. */
     tk_mode_set modes;
-    /** 0 or TK_TIMER_ABSOLUTE. */
+    /** 0, or TK_TIMER_ABSOLUTE and/or TK_TIMER_PRECISE. */
     uint32_t flags;
 } tk_timer_spec;
 
 /** The first fire is `deadline_ns`, an absolute reading of the timer's clock. */
 #define TK_TIMER_ABSOLUTE 0x1u
+
+/**
+ * A precise timer: the loop wakes a margin before its deadline and spins on
+ * the clock until the deadline, so the wake-up's own latency (tens to
+ * hundreds of microseconds on a loaded machine) is not added to the fire.
+ * The cost is the CPU time spent spinning, counted in tk_loop_stats. The
+ * margin, and the real-time priority the loop's thread may ask for, are the
+ * loop's: see tk_loop_set_precision. A precise timer has no leeway (a
+ * non-zero `leeway_ns` is -EINVAL). On a manual loop it is a timer with no
+ * leeway: manual time never needs a spin.
+ */
+#define TK_TIMER_PRECISE 0x2u
 
 /** What tk_loop_timer_info reports of a scheduled timer. */
 typedef struct tk_timer_info {
@@ -214,6 +231,8 @@ typedef struct tk_timer_info {
     tk_mode_set modes;
     /** 1 if the timer came due while the loop ran a mode outside its set. */
     int waiting_for_mode;
+    /** TK_TIMER_PRECISE for a precise timer, else 0. (API version 3.) */
+    uint32_t flags;
 } tk_timer_info;
 
 /** Counters a loop keeps about itself. */
@@ -228,6 +247,14 @@ typedef struct tk_loop_stats {
     uint64_t arms;
     /** Times the wall clock was seen to step. */
     uint64_t clock_changes;
+    /** Spins made to meet precise timers' deadlines (API version 3). */
+    uint64_t spins;
+    /**
+     * Nanoseconds spent in those spins, on the monotonic clock: what precise
+     * timers cost, in CPU time, since a spinning thread holds its CPU
+     * throughout unless the kernel preempts it (API version 3).
+     */
+    uint64_t spin_ns;
 } tk_loop_stats;
 
 /** Why tk_loop_run returned (non-negative results of tk_loop_run). */
@@ -359,11 +386,21 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * that callback returns, once, a repeating timer with the periods skipped
  * meanwhile in `missed`. So a repeating timer whose callback runs the loop
  * does not recurse into itself.
+ *
+ * A precise timer (TK_TIMER_PRECISE) wakes the loop its margin early (see
+ * tk_loop_set_precision); the pass fires what is due, and then, if a precise
+ * timer of the mode is due within the margin, spins on the clock with no
+ * lock held until its deadline and fires it in the next pass. The pass after
+ * a spin polls the descriptors before any further spin, so a run of precise
+ * timers does not starve them. TK_RUN_NOWAIT never spins, and no spin goes
+ * past the run's `deadline_ns`.
+ *
  * Returns a tk_run_result, -EINVAL for a NULL loop or a `mode` that is not
  * one mode (several, or TK_MODES_INVALID),
  * -EBUSY if another thread is running the loop or this is called from a
- * callback of tk_loop_advance, or the negative errno of a failed epoll_wait /
- * timerfd call.
+ * callback of tk_loop_advance, -EPERM if the loop's precision settings ask
+ * for a SCHED_FIFO priority the thread may no longer have (nothing ran), or
+ * the negative errno of a failed epoll_wait / timerfd call.
  *
  * On a manual loop, a run with `deadline_ns` TK_FOREVER does not move time: it
  * fires what is due, handles descriptors and waits for them, a wake-up or a
@@ -445,6 +482,75 @@ int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn);
 
 /** Copies the loop's counters into `*stats`. 0 or -EINVAL. */
 int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats);
+
+/* ------------------------------------------------------------------------
+ * Precise timers
+ * ------------------------------------------------------------------------ */
+
+/** The margin a loop uses when none was set: 200 microseconds. */
+#define TK_PRECISION_DEFAULT_MARGIN_NS 200000
+/** The largest margin tk_loop_set_precision accepts: 100 milliseconds. */
+#define TK_PRECISION_MAX_MARGIN_NS 100000000
+
+/**
+ * How a loop serves its precise timers (TK_TIMER_PRECISE), and what it asks
+ * of the thread that runs it. A zero-initialised value is the default.
+ *
+ * Precision is chosen per timer, and tuned per loop: only the timers that
+ * ask for it cost a spin, while the margin and the thread's settings belong
+ * to the thread that runs the loop, which serves them all.
+ */
+typedef struct tk_precision {
+    /**
+     * How long before a precise timer's deadline the loop wakes and starts
+     * spinning; 0 means TK_PRECISION_DEFAULT_MARGIN_NS. Up to
+     * TK_PRECISION_MAX_MARGIN_NS. A wake-up later than the margin is not
+     * made up for, so a larger margin absorbs worse wake-ups at the price of
+     * a longer spin on every fire.
+     */
+    int64_t margin_ns;
+    /**
+     * 0: the thread's scheduling policy is left alone. 1 to 99: the thread
+     * running the loop asks for SCHED_FIFO at this priority for as long as
+     * it runs the loop (see tk_loop_set_precision). Callbacks then run at
+     * that priority too, and a callback that never blocks can starve other
+     * work on its CPU (the kernel's real-time throttling leaves others 5 %).
+     */
+    int realtime_priority;
+    /** Must be 0. */
+    uint32_t flags;
+} tk_precision;
+
+/**
+ * Sets how `loop` serves precise timers (NULL: back to the default), and
+ * turns on the thread settings of a precise loop:
+ *   - While a thread runs the loop (from its outermost tk_loop_run until that
+ *     returns), its timer slack (PR_SET_TIMERSLACK) is 1 ns, and, with a
+ *     `realtime_priority`, its policy is SCHED_FIFO at that priority. Both are
+ *     put back as they were when the run returns. The slack tightens any
+ *     sleep the callbacks make; the loop's own waits end on timerfds, which
+ *     have no slack.
+ *   - The margin takes effect at once; the thread settings at the next
+ *     outermost run. A manual loop ignores all of this.
+ *
+ * Precise timers spin whether or not this was called (with the default
+ * margin and no thread settings); NULL turns the thread settings off again.
+ *
+ * Returns 0, -EINVAL for a NULL loop, a margin below 0 or above
+ * TK_PRECISION_MAX_MARGIN_NS, a priority outside 0 to 99, or non-zero
+ * flags, and -EPERM if the process may not run a thread at that SCHED_FIFO
+ * priority (no CAP_SYS_NICE, and RLIMIT_RTPRIO below it): this is checked
+ * here, by starting a thread with that policy, and the loop's settings stay
+ * as they were. If the permission is gone by the time a run starts,
+ * tk_loop_run returns -EPERM before its first pass. Never ignored silently.
+ */
+int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision);
+
+/**
+ * Copies the loop's precision settings into `*precision` (the margin in
+ * force, never 0). 0 or -EINVAL.
+ */
+int tk_loop_get_precision(tk_loop *loop, tk_precision *precision);
 
 /* ------------------------------------------------------------------------
  * Timers

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds TimerKit in release mode and runs it: the C countdown example, the C
-# core benchmark, `timerkit clocks`, one screen of `timerkit demo` (printed
+# core benchmark, the precise timers' benchmark (a 1 ms timer, plain against
+# TK_TIMER_PRECISE, in alternating rounds), `timerkit clocks`, one screen of `timerkit demo` (printed
 # after two seconds, no terminal needed), then the side-by-side benchmarks
 # (Benchmarks/'s timer-peers: TimerKit against Foundation, Dispatch,
 # Task.sleep and NIO; countdown-peers: CountdownCenter against a LoopTimer a
@@ -28,13 +29,15 @@ log=scripts/run.sh
 . scripts/lib/release-c.sh
 EXAMPLE=Examples/C/countdown.c
 BENCH=Benchmarks/CTimerCoreBench/core_bench.c
-for file in "$EXAMPLE" "$BENCH"; do
+PRECISE=Benchmarks/CTimerCoreBench/precise_bench.c
+for file in "$EXAMPLE" "$BENCH" "$PRECISE"; do
     [ -f "$file" ] || { echo "scripts/run.sh: missing $file" >&2; exit 1; }
 done
 
 echo "=== building with $CC ${FLAGS[*]}"
 "$CC" "${FLAGS[@]}" "${CORE[@]}" "$EXAMPLE" -lpthread -o build/release/countdown
 "$CC" "${FLAGS[@]}" "${CORE[@]}" "$BENCH" -lpthread -ldl -lm -o build/release/core_bench
+"$CC" "${FLAGS[@]}" "${CORE[@]}" "$PRECISE" -lpthread -o build/release/precise_bench
 
 echo "=== build/release/countdown"
 build/release/countdown
@@ -48,6 +51,8 @@ esac
 
 echo "=== build/release/core_bench ${QUICK[*]}"
 build/release/core_bench "${QUICK[@]}"
+echo "=== build/release/precise_bench ${QUICK[*]}"
+build/release/precise_bench "${QUICK[@]}"
 
 echo "=== swift build -c release --product timerkit"
 swift build -c release --product timerkit

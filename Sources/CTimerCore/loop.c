@@ -69,6 +69,7 @@ static int loop_alloc(tk_loop **out, int manual, int64_t start_ns) {
         loop->manual_now[clock] = start_ns;
     }
     tk__timers_init(loop);
+    loop->precision_margin = TK_PRECISION_DEFAULT_MARGIN_NS;
     int result = pthread_mutex_init(&loop->lock, NULL);
     if (result != 0) {
         free(loop);
@@ -372,6 +373,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
      * it, as tk_loop_advance does, and only polls the descriptors. */
     int moves_time = loop->manual && until_ns != TK_FOREVER;
     int waited = 0;
+    int spun = 0; /* the last pass spun for a precise timer */
     int64_t handled = 0;
     for (;;) {
         int64_t now[TK_CLOCK_COUNT];
@@ -401,6 +403,14 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         if (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT))) {
             return TK_RUN_TIMED_OUT;
         }
+        /* A precise timer due within the margin: spin to it, and fire it in
+         * the next pass. A spin is never followed by another before the
+         * descriptors have been polled. */
+        if (!spun && !(flags & TK_RUN_NOWAIT) && tk__precision_spin(loop, mode, until_ns)) {
+            spun = 1;
+            continue;
+        }
+        spun = 0;
 
         int count, wait_error;
         if (moves_time) {
@@ -456,7 +466,10 @@ int tk_loop_run(tk_loop *loop, tk_mode_set modes, int64_t deadline_ns, uint32_t 
     if (result == 0) {
         unsigned outer_mode = loop->mode;
         loop->mode = (unsigned)mode;
-        result = run_passes(loop, (unsigned)mode, deadline_ns, flags);
+        int outermost = loop->depth == 1;
+        if (outermost) result = tk__precision_enter(loop);
+        if (result == 0) result = run_passes(loop, (unsigned)mode, deadline_ns, flags);
+        if (outermost) tk__precision_leave(loop);
         loop->mode = outer_mode;
         tk__loop_leave(loop);
     }

@@ -1,9 +1,10 @@
 /*
- * The loop's internal state, shared by the three files that work on it:
- *   timers.c  the timer table: schedule, cancel, fire, the wake-up target;
- *   loop.c    the real loop: epoll, the timerfds, the eventfd, watched fds;
- *   manual.c  manual time: tk_loop_advance, and the steps a run with a
- *             deadline takes on a manual loop.
+ * The loop's internal state, shared by the four files that work on it:
+ *   timers.c     the timer table: schedule, cancel, fire, the wake-up target;
+ *   loop.c       the real loop: epoll, the timerfds, the eventfd, watched fds;
+ *   precision.c  precise timers: the spin, and the running thread's settings;
+ *   manual.c     manual time: tk_loop_advance, and the steps a run with a
+ *                deadline takes on a manual loop.
  *
  * Locking: every field below is guarded by `lock`, which is never held while
  * a user callback runs.
@@ -42,7 +43,7 @@ typedef struct tk__timer {
     tk_timer_fn fn;
     void *context;
     int64_t interval;
-    int64_t leeway;
+    int64_t leeway; /* TK__PRECISE for a precise timer (whose leeway is 0) */
     uint32_t generation;
     tk_mode_set modes;
     uint32_t placed_pass; /* the pass during which it got its deadline */
@@ -52,6 +53,10 @@ typedef struct tk__timer {
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
+
+/* The leeway recorded for a precise timer: its wake-up comes the loop's
+ * margin before its deadline instead of up to a leeway after it. */
+#define TK__PRECISE INT64_C(-1)
 
 struct tk_loop {
     pthread_mutex_t lock;
@@ -110,6 +115,19 @@ struct tk_loop {
     tk__watch_table watches;
     uint32_t watch_generation;
 
+    /* Precise timers: how many are scheduled or parked, and how they are
+     * served (see tk_loop_set_precision). */
+    uint32_t precise_timers;
+    int64_t precision_margin;
+    int precision_priority;
+    int precision_thread;  /* tune the running thread (tk_loop_set_precision) */
+    /* What the outermost run changed on its thread, to put back on return. */
+    int tuned_slack;
+    int tuned_policy;
+    unsigned long saved_slack;
+    int saved_policy;
+    int saved_priority;
+
     tk_loop_stats stats;
 };
 
@@ -144,6 +162,15 @@ TK__INTERNAL int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode,
 TK__INTERNAL int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock,
                                             unsigned mode, uint32_t visit_limit);
 
+/*
+ * The earliest deadline on `clock` among precise timers of `mode` that are
+ * due by `horizon`, or INT64_MAX if none (or none found within
+ * `visit_limit` heap nodes).
+ */
+TK__INTERNAL int64_t tk__timers_next_precise(const tk_loop *loop, tk_clock clock,
+                                             unsigned mode, int64_t horizon,
+                                             uint32_t visit_limit);
+
 /* Whether a timer of `mode` is parked (due, waiting for a pass in one of its
  * modes). Makes parked_modes exact when it has to look. */
 TK__INTERNAL int tk__timers_parked_in(tk_loop *loop, unsigned mode);
@@ -167,6 +194,23 @@ TK__INTERNAL int tk__loop_kick(tk_loop *loop);
 /* Claims the loop for the calling thread (depth++), or -EBUSY. */
 TK__INTERNAL int tk__loop_enter(tk_loop *loop, int advancing);
 TK__INTERNAL void tk__loop_leave(tk_loop *loop);
+
+/* precision.c */
+
+/* Applies the loop's thread settings (timer slack, SCHED_FIFO) to the
+ * calling thread as its outermost run begins, if tk_loop_set_precision asked
+ * for them. 0 or -errno, with the thread left as it was. Lock held. */
+TK__INTERNAL int tk__precision_enter(tk_loop *loop);
+/* Puts back what tk__precision_enter changed. Lock held. */
+TK__INTERNAL void tk__precision_leave(tk_loop *loop);
+
+/*
+ * If a precise timer of `mode` is due within the loop's margin, and before
+ * `until_ns` on the monotonic clock, spins with the lock dropped until its
+ * deadline, counts the spin, and returns 1; otherwise returns 0 at once.
+ * Lock held.
+ */
+TK__INTERNAL int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns);
 
 /* manual.c */
 

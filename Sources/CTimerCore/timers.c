@@ -140,6 +140,7 @@ static void release_context(tk_loop *loop, tk_timer_fn fn, void *context) {
 static void count_in(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending++;
     loop->clock_timers[timer->clock]++;
+    if (timer->leeway == TK__PRECISE) loop->precise_timers++;
     for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]++;
     }
@@ -148,6 +149,7 @@ static void count_in(tk_loop *loop, const tk__timer *timer) {
 static void count_out(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending--;
     loop->clock_timers[timer->clock]--;
+    if (timer->leeway == TK__PRECISE) loop->precise_timers--;
     for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]--;
     }
@@ -212,7 +214,8 @@ static int check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~TK_TIMER_ABSOLUTE) return -EINVAL;
+    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE)) return -EINVAL;
+    if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
     if (spec->flags & TK_TIMER_ABSOLUTE ? spec->delay_ns != 0 : spec->deadline_ns != 0) {
         return -EINVAL;
     }
@@ -231,7 +234,15 @@ static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
     timer->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
     int64_t leeway = spec->leeway_ns;
     if (spec->interval_ns > 0 && leeway > spec->interval_ns / 2) leeway = spec->interval_ns / 2;
-    timer->leeway = leeway;
+    timer->leeway = spec->flags & TK_TIMER_PRECISE ? TK__PRECISE : leeway;
+}
+
+/* When the loop must wake for a timer due at `deadline`: up to its leeway
+ * later, or, precise, the loop's margin earlier (a manual loop needs no
+ * margin: its time moves to the deadline exactly). */
+static int64_t wake_time(const tk_loop *loop, int64_t deadline, int64_t leeway) {
+    if (leeway != TK__PRECISE) return tk__add_sat(deadline, leeway);
+    return loop->manual || deadline == INT64_MAX ? deadline : tk__sub_sat(deadline, loop->precision_margin);
 }
 
 /* Gives a slot the spec's settings and deadline and puts it in its heap,
@@ -243,7 +254,8 @@ static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spe
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
     place(loop, slot, deadline);
-    tk__loop_note_target(loop, spec->clock, timer->modes, tk__add_sat(deadline, timer->leeway));
+    tk__loop_note_target(loop, spec->clock, timer->modes,
+                         wake_time(loop, deadline, timer->leeway));
 }
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */
@@ -379,7 +391,9 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
         info->clock = (tk_clock)timer->clock;
         info->deadline_ns = deadline_of(loop, slot);
         info->interval_ns = timer->interval;
-        info->leeway_ns = timer->leeway;
+        int precise = timer->leeway == TK__PRECISE;
+        info->leeway_ns = precise ? 0 : timer->leeway;
+        info->flags = precise ? TK_TIMER_PRECISE : 0;
         info->modes = timer->modes;
         info->waiting_for_mode = timer->state == TK__TIMER_PARKED;
         result = 0;
@@ -627,10 +641,14 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
     const tk__heap_entry *entries = heap->entries;
     tk_mode_set bit = TK_MODES(mode);
 
+    /* A precise timer's target is its deadline less the margin, so while
+     * any is pending a subtree is pruned by its root deadline less that. */
+    int64_t reach = loop->precise_timers > 0 && !loop->manual ? loop->precision_margin : 0;
+
     /*
-     * Depth-first over the heap, pruning every subtree whose root deadline is
-     * already no earlier than the best target: its timers' targets
-     * (deadline + leeway) cannot be earlier. What is visited is, in the main,
+     * Depth-first over the heap, pruning every subtree whose root deadline
+     * (less `reach`) is already no earlier than the best target: its timers'
+     * targets (deadline + leeway, or deadline - margin) cannot be earlier. What is visited is, in the main,
      * the timers that will fire at the wake-up being chosen, so the search
      * costs about as much as the firing it plans. A 4-ary heap of at most
      * 2^32 entries is 16 levels deep, and the stack holds at most three
@@ -644,21 +662,54 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
     while (depth > 0) {
         uint32_t index = stack[--depth];
         const tk__heap_entry *entry = &entries[index];
-        if (entry->deadline >= best) continue;
+        int64_t earliest = tk__sub_sat(entry->deadline, reach);
+        if (earliest >= best) continue;
         if (visit_limit && ++visits > visit_limit) {
             /* Give up on precision: wake at this deadline at the latest. */
-            best = entry->deadline;
+            best = earliest;
             continue;
         }
         const tk__timer *timer = &loop->timers[entry->slot];
         if (timer->modes & bit) {
-            int64_t target = tk__add_sat(entry->deadline, timer->leeway);
+            /* A precise timer whose callback runs (this is a nested run)
+             * will be set aside when due, not fired: no early wake-up. */
+            int64_t leeway = timer->callbacks > 0 && timer->leeway == TK__PRECISE ? 0 : timer->leeway;
+            int64_t target = wake_time(loop, entry->deadline, leeway);
             if (target < best) best = target;
         }
         uint64_t first = (uint64_t)index * TK__HEAP_ARITY + 1;
         for (uint64_t child = first; child < first + TK__HEAP_ARITY && child < heap->count;
              child++) {
-            if (entries[child].deadline < best) stack[depth++] = (uint32_t)child;
+            if (tk__sub_sat(entries[child].deadline, reach) < best) stack[depth++] = (uint32_t)child;
+        }
+    }
+    return best;
+}
+
+int64_t tk__timers_next_precise(const tk_loop *loop, tk_clock clock, unsigned mode,
+                                int64_t horizon, uint32_t visit_limit) {
+    const tk__heap *heap = &loop->heaps[clock];
+    const tk__heap_entry *entries = heap->entries;
+    tk_mode_set bit = TK_MODES(mode);
+    /* The same search as above, over the subtrees due by `horizon`. */
+    uint32_t stack[4 * 17];
+    uint32_t depth = 0;
+    uint32_t visits = 0;
+    int64_t best = INT64_MAX;
+    if (heap->count > 0) stack[depth++] = 0;
+    while (depth > 0) {
+        uint32_t index = stack[--depth];
+        const tk__heap_entry *entry = &entries[index];
+        if (entry->deadline > horizon || entry->deadline >= best) continue;
+        if (visit_limit && ++visits > visit_limit) break;
+        const tk__timer *timer = &loop->timers[entry->slot];
+        if (timer->leeway == TK__PRECISE && (timer->modes & bit) && timer->callbacks == 0) {
+            best = entry->deadline;
+        }
+        uint64_t first = (uint64_t)index * TK__HEAP_ARITY + 1;
+        for (uint64_t child = first; child < first + TK__HEAP_ARITY && child < heap->count;
+             child++) {
+            stack[depth++] = (uint32_t)child;
         }
     }
     return best;

@@ -45,6 +45,8 @@ public class AnyLoopTimer: @unchecked Sendable {
         var firstFireIsAbsolute: Bool
         var interval: Int64
         var tolerance: Int64
+        /// Fires on the dot, with no tolerance (`TK_TIMER_PRECISE`).
+        var isPrecise = false
     }
 
     init(
@@ -109,6 +111,12 @@ public class AnyLoopTimer: @unchecked Sendable {
         withState { .nanoseconds($0.tolerance) }
     }
 
+    /// Whether the timer is precise: its loop wakes a margin before each
+    /// deadline and spins on the clock to it (see ``setPrecise(_:)``).
+    public var isPrecise: Bool {
+        withState { $0.isPrecise }
+    }
+
     /// Whether the timer came due while its loop ran a mode outside the
     /// timer's modes, and waits to fire once the loop runs one of them.
     public var isWaitingForMode: Bool {
@@ -149,6 +157,25 @@ public class AnyLoopTimer: @unchecked Sendable {
     public func setTolerance(_ tolerance: Duration) throws(TimerError) {
         let nanoseconds = try Self.toleranceNanoseconds(tolerance)
         try update(keepingFireDate: true) { $0.tolerance = nanoseconds }
+    }
+
+    /// Makes the timer precise, or ordinary again; the next fire date stays
+    /// where it is.
+    ///
+    /// A precise timer fires as close to its deadline as the machine allows,
+    /// never before it: its loop wakes ``LoopPrecision/margin`` early and spins
+    /// on the clock until the deadline, so the wake-up's own latency is not
+    /// added to the fire. The cost is CPU time, shown in
+    /// ``LoopStatistics/spinTime``. A precise timer has no tolerance: the
+    /// tolerance set is kept, and used again once the timer is no longer
+    /// precise. On a manual loop, a precise timer fires exactly at its
+    /// deadline, as every timer with no tolerance does.
+    ///
+    /// The corresponding C flag is `TK_TIMER_PRECISE`.
+    ///
+    /// - Throws: ``TimerError/invalidated`` (as ``setTolerance(_:)`` does).
+    public func setPrecise(_ precise: Bool) throws(TimerError) {
+        try update(keepingFireDate: true) { $0.isPrecise = precise }
     }
 
     /// Applies `change` and, if the timer is scheduled, reschedules it.
@@ -295,8 +322,9 @@ extension AnyLoopTimer.State {
             delay_ns: firstFireIsAbsolute ? 0 : firstFire,
             deadline_ns: firstFireIsAbsolute ? firstFire : 0,
             interval_ns: interval,
-            leeway_ns: tolerance,
+            leeway_ns: isPrecise ? 0 : tolerance,
             modes: modes,
-            flags: firstFireIsAbsolute ? UInt32(TK_TIMER_ABSOLUTE) : 0)
+            flags: (firstFireIsAbsolute ? UInt32(TK_TIMER_ABSOLUTE) : 0)
+                | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0))
     }
 }

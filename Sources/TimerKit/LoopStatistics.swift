@@ -12,6 +12,12 @@ public struct LoopStatistics: Sendable, Hashable {
     public var arms: UInt64
     /// Wall-clock steps seen.
     public var clockChanges: UInt64
+    /// Spins made to meet precise timers' deadlines (see
+    /// ``AnyLoopTimer/setPrecise(_:)``).
+    public var spins: UInt64
+    /// The loop thread's CPU time spent in those spins: what precise timers
+    /// cost.
+    public var spinTime: Duration
 
     init(_ stats: tk_loop_stats) {
         pending = stats.pending
@@ -19,5 +25,7 @@ public struct LoopStatistics: Sendable, Hashable {
         fired = stats.fired
         arms = stats.arms
         clockChanges = stats.clock_changes
+        spins = stats.spins
+        spinTime = .nanoseconds(Int64(clamping: stats.spin_ns))
     }
 }

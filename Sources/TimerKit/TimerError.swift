@@ -57,6 +57,15 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case unbalancedResume
     /// A ``QueueTimer`` was cancelled; a cancelled timer cannot be scheduled.
     case cancelled
+    /// A ``LoopPrecision`` out of range: a margin not in (0, 100 ms], or a
+    /// real-time priority not in 1...99.
+    case invalidPrecision(LoopPrecision)
+    /// The process may not run a thread at the `SCHED_FIFO` priority a
+    /// ``LoopPrecision`` asks for: it needs `CAP_SYS_NICE`, or an
+    /// `RLIMIT_RTPRIO` at least that high. Thrown by
+    /// ``TimerLoop/setPrecision(_:)``, which tries, and by a run that starts
+    /// after the permission went away. Never ignored silently.
+    case realtimePriorityNotPermitted
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the
     /// function is then `tk_loop_run`).
@@ -65,7 +74,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The error a failed C call stands for: ``busy`` for the `EBUSY` of a
     /// call that claims the loop (`tk_loop_run`, `tk_loop_advance`),
     /// ``notManual`` for the `ENOTSUP` of a manual-time call on a real loop
-    /// (`tk_loop_advance`, `tk_loop_set_manual_time`), and ``system(_:)``,
+    /// (`tk_loop_advance`, `tk_loop_set_manual_time`),
+    /// ``realtimePriorityNotPermitted`` for the `EPERM` of
+    /// `tk_loop_set_precision` and `tk_loop_run`, and ``system(_:)``,
     /// which keeps the function's name, for every other failure.
     public init(_ failure: SystemError) {
         switch (failure.errno, failure.function) {
@@ -73,6 +84,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             self = .busy
         case (.notSupported, "tk_loop_advance"), (.notSupported, "tk_loop_set_manual_time"):
             self = .notManual
+        case (.notPermitted, "tk_loop_set_precision"), (.notPermitted, "tk_loop_run"):
+            self = .realtimePriorityNotPermitted
         default:
             self = .system(failure)
         }
@@ -109,6 +122,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "the queue timer was resumed without a matching suspend"
         case .cancelled:
             "the queue timer was cancelled and cannot be scheduled"
+        case .invalidPrecision(let precision):
+            "not a loop precision: \(precision) (the margin must be in (0, 100 ms], a real-time priority in 1...99)"
+        case .realtimePriorityNotPermitted:
+            "the process may not run a thread at that SCHED_FIFO priority (it needs CAP_SYS_NICE or a high enough RLIMIT_RTPRIO)"
         case .system(let failure):
             failure.description
         }

@@ -372,12 +372,13 @@ static void compare(const action *a, const result *want, const result *got, cons
         const tk_timer_info *x = &got->info, *y = &want->info;
         if (x->clock != y->clock || x->deadline_ns != y->deadline_ns ||
             x->interval_ns != y->interval_ns || x->leeway_ns != y->leeway_ns ||
-            x->modes != y->modes || x->waiting_for_mode != y->waiting_for_mode)
-            fail("%s: info T%u: {%d %" PRId64 " %" PRId64 " %" PRId64 " %#x %d}, reference "
-                 "{%d %" PRId64 " %" PRId64 " %" PRId64 " %#x %d}",
+            x->modes != y->modes || x->waiting_for_mode != y->waiting_for_mode ||
+            x->flags != y->flags)
+            fail("%s: info T%u: {%d %" PRId64 " %" PRId64 " %" PRId64 " %#x %d %#x}, reference "
+                 "{%d %" PRId64 " %" PRId64 " %" PRId64 " %#x %d %#x}",
                  where, a->rec, (int)x->clock, x->deadline_ns, x->interval_ns, x->leeway_ns,
-                 x->modes, x->waiting_for_mode, (int)y->clock, y->deadline_ns, y->interval_ns,
-                 y->leeway_ns, y->modes, y->waiting_for_mode);
+                 x->modes, x->waiting_for_mode, x->flags, (int)y->clock, y->deadline_ns,
+                 y->interval_ns, y->leeway_ns, y->modes, y->waiting_for_mode, y->flags);
     }
     if (a->kind == A_STATS) {
         const tk_loop_stats *x = &got->stats, *y = &want->stats;
@@ -403,7 +404,8 @@ static tk_timer_spec read_spec(void) {
     int repeating = (b >> 3) & 1;
     uint8_t leeway_kind = (b >> 4) & 3;
     uint8_t bad = b >> 6; /* 3: make it invalid */
-    s.modes = (tk_mode_set)(in_u8() & 15); /* 0: the default mode */
+    uint8_t m = in_u8();
+    s.modes = (tk_mode_set)(m & 15); /* 0: the default mode */
     if (absolute) {
         s.flags = TK_TIMER_ABSOLUTE;
         int64_t v = in_value();
@@ -422,13 +424,14 @@ static tk_timer_spec read_spec(void) {
     case 2: s.leeway_ns = in_nonneg(); break;
     default: s.leeway_ns = INT64_MAX; break;
     }
+    if ((m & 16) && leeway_kind == 0) s.flags |= TK_TIMER_PRECISE;
     if (bad == 3) {
         switch (in_u8() % 7) {
         case 0: s.clock = (tk_clock)(3 + in_u8() % 8); break;
         case 1: s.interval_ns = -1 - (int64_t)in_raw(1); break;
         case 2: s.leeway_ns = -1 - (int64_t)in_raw(1); break;
         case 3: s.modes |= TK_MODES_INVALID; break;
-        case 4: s.flags |= 2u << (in_u8() % 31); break;
+        case 4: s.flags |= 4u << (in_u8() % 30); break;
         case 5: /* the first fire in the field the flags do not name */
             if (absolute) s.delay_ns = 1 + (int64_t)in_raw(1);
             else s.deadline_ns = in_value() | 1;

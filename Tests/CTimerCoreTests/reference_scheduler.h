@@ -13,7 +13,9 @@
  *     absolute ones (deadline_ns, with TK_TIMER_ABSOLUTE) are taken as given;
  *     the field not named by the flags must be 0. Empty modes are the
  *     default mode; a set with TK_MODES_INVALID is -EINVAL. A repeating timer's leeway is
- *     clamped to interval / 2. A deadline of INT64_MAX never comes.
+ *     clamped to interval / 2. A deadline of INT64_MAX never comes. A
+ *     precise timer (TK_TIMER_PRECISE) must have leeway 0, and is then, on a
+ *     manual loop, just that: a timer with no leeway.
  *   - advance(mode, delta): end = now[MONOTONIC] + delta. A pending
  *     wall-clock step is reported first. Then passes, each followed by a
  *     step, until a step reaches `end`.
@@ -108,6 +110,7 @@ typedef struct ref_timer {
     int64_t deadline;
     int64_t interval;
     int64_t leeway;
+    int precise;
     tk_mode_set modes;
     uint64_t seq;
     ref_timer_fn fn;
@@ -211,7 +214,8 @@ REF_FN int ref_check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~TK_TIMER_ABSOLUTE) return -EINVAL;
+    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE)) return -EINVAL;
+    if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
     if ((spec->flags & TK_TIMER_ABSOLUTE) ? spec->delay_ns != 0 : spec->deadline_ns != 0)
         return -EINVAL;
     return 0;
@@ -229,6 +233,7 @@ REF_FN void ref_apply_spec(ref_sched *ref, ref_timer *t, const tk_timer_spec *sp
     t->interval = spec->interval_ns;
     t->leeway = spec->leeway_ns;
     if (t->interval > 0 && t->leeway > t->interval / 2) t->leeway = t->interval / 2;
+    t->precise = (spec->flags & TK_TIMER_PRECISE) != 0;
     t->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
     t->seq = ref->seq++;
     t->parked = 0;
@@ -290,6 +295,7 @@ REF_FN int ref_timer_info(ref_sched *ref, uint64_t id, tk_timer_info *info) {
     info->leeway_ns = t->leeway;
     info->modes = t->modes;
     info->waiting_for_mode = t->parked;
+    info->flags = t->precise ? TK_TIMER_PRECISE : 0;
     return 0;
 }
 

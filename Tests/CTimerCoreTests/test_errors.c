@@ -195,7 +195,8 @@ static int snap_diff(tk_loop *loop, const timer_snap *s, int manual) {
         const tk_timer_info *w = &s->infos[i];
         if (rc != 0 || info.clock != w->clock || info.deadline_ns != w->deadline_ns ||
             info.interval_ns != w->interval_ns || info.leeway_ns != w->leeway_ns ||
-            info.modes != w->modes || info.waiting_for_mode != w->waiting_for_mode)
+            info.modes != w->modes || info.waiting_for_mode != w->waiting_for_mode ||
+            info.flags != w->flags)
             d++;
     }
     if (pending_of(loop) != s->pending) d++;
@@ -228,7 +229,7 @@ static tk_timer_spec bad_spec(int k) {
     case 5: s.leeway_ns = -1; break;
     case 6: s.leeway_ns = INT64_MIN; s.interval_ns = MS; break;
     case 7: s.modes = TK_MODES_INVALID; break;
-    case 8: s.flags = 0x2; break;
+    case 8: s.flags = TK_TIMER_PRECISE; s.leeway_ns = 1; break; /* precise has no leeway */
     case 9: s.flags = TK_TIMER_ABSOLUTE | 0x4; break;
     case 10: s.flags = 0x80000000u; break;
     case 11: s.flags = 0xffffffffu; break;

@@ -490,7 +490,8 @@ static void run_action(world *w, const action *a, result *out) {
 static int info_equal(const tk_timer_info *a, const tk_timer_info *b) {
     return a->clock == b->clock && a->deadline_ns == b->deadline_ns &&
            a->interval_ns == b->interval_ns && a->leeway_ns == b->leeway_ns &&
-           a->modes == b->modes && a->waiting_for_mode == b->waiting_for_mode;
+           a->modes == b->modes && a->waiting_for_mode == b->waiting_for_mode &&
+           a->flags == b->flags;
 }
 
 static int stats_equal(const tk_loop_stats *a, const tk_loop_stats *b) {
@@ -500,9 +501,9 @@ static int stats_equal(const tk_loop_stats *a, const tk_loop_stats *b) {
 
 static void describe_info(char *buf, size_t n, const tk_timer_info *i) {
     snprintf(buf, n, "{clock %d, deadline %" PRId64 ", interval %" PRId64 ", leeway %" PRId64
-             ", modes %#x, waiting %d}",
+             ", modes %#x, waiting %d, flags %#x}",
              (int)i->clock, i->deadline_ns, i->interval_ns, i->leeway_ns, i->modes,
-             i->waiting_for_mode);
+             i->waiting_for_mode, i->flags);
 }
 
 static void describe_stats(char *buf, size_t n, const tk_loop_stats *s) {
@@ -632,8 +633,10 @@ static tk_timer_spec pick_spec(uint64_t *r, int top) {
         else s.interval_ns = rng_range(r, U, 200 * U);
     }
     uint64_t k = rng_below(r, 100);
-    if (k < 40) s.leeway_ns = 0;
-    else if (k < 65) s.leeway_ns = rng_range(r, 1, U);
+    if (k < 40) {
+        s.leeway_ns = 0;
+        if (rng_pct(r, 30)) s.flags |= TK_TIMER_PRECISE; /* on a manual loop: no leeway */
+    } else if (k < 65) s.leeway_ns = rng_range(r, 1, U);
     else if (k < 88) s.leeway_ns = rng_range(r, 1, 20 * U);
     else if (k < 97) s.leeway_ns = 1000 * U;
     else s.leeway_ns = INT64_MAX;
@@ -642,12 +645,16 @@ static tk_timer_spec pick_spec(uint64_t *r, int top) {
 
 static tk_timer_spec pick_bad_spec(uint64_t *r) {
     tk_timer_spec s = pick_spec(r, 0);
-    switch (rng_below(r, 8)) {
+    switch (rng_below(r, 9)) {
     case 0: s.clock = (tk_clock)(TK_CLOCK_COUNT + rng_below(r, 3)); break;
     case 1: s.interval_ns = -(int64_t)rng_range(r, 1, 1000); break;
     case 2: s.leeway_ns = rng_pct(r, 50) ? -1 : INT64_MIN; break;
     case 3: s.modes |= TK_MODES_INVALID; break;
-    case 4: s.flags |= 2u << rng_below(r, 31); break;
+    case 4: s.flags |= 4u << rng_below(r, 30); break;
+    case 7: /* precise, with a leeway */
+        s.flags |= TK_TIMER_PRECISE;
+        s.leeway_ns = rng_range(r, 1, 20 * U);
+        break;
     /* The first fire in the field the flags do not name. */
     case 5:
         if (s.flags & TK_TIMER_ABSOLUTE) {

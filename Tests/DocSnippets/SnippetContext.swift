@@ -18,6 +18,7 @@ func showNextPage(skipping: Int) {}
 func render(at timestamp: MonotonicClock.Instant, skipped: UInt64) {}
 func render(remaining: Duration, skipped: UInt64) {}
 func ring() {}
+func sendPacket() {}
 var ticker: FrameTicker { never() }
 
 // TrustedTime's samples.

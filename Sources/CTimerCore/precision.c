@@ -1,0 +1,186 @@
+/*
+ * Precise timers: the spin that meets their deadlines, and what a precise
+ * loop asks of the thread that runs it.
+ *
+ * A precise timer's wake-up target is its deadline less the loop's margin
+ * (timers.c, wake_time), so the timerfd ends the wait early by about the
+ * margin. After the pass that follows, run_passes (loop.c) calls
+ * tk__precision_spin, which, if a precise timer of the mode is due within the
+ * margin, reads the clock in a tight loop, with the loop's lock dropped, until
+ * the deadline; the next pass fires it. The time spent spinning, on the
+ * monotonic clock, is counted in the loop's statistics, since that is what
+ * the precision costs: the thread holds a CPU throughout (unless the kernel
+ * preempts it). The CPU-time clock would say the same at the price of a
+ * system call after each spin, which would land on the fire it serves.
+ *
+ * With tk_loop_set_precision, the outermost run also sets its thread's timer
+ * slack to 1 ns and, if asked, SCHED_FIFO, and puts both back on return.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "clock.h"
+#include "loop_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+/* How many heap nodes the search for the next precise deadline may visit. */
+#define SPIN_SEARCH_LIMIT 1024
+
+/* SCHED_FIFO priorities Linux accepts. */
+#define MIN_FIFO_PRIORITY 1
+#define MAX_FIFO_PRIORITY 99
+
+/* ---- Settings ---------------------------------------------------------------- */
+
+static void *probe_thread(void *argument) { return argument; }
+
+/* Whether this process may run a thread at SCHED_FIFO `priority`: asks the
+ * kernel by starting one with that policy, which is refused with EPERM just
+ * as the loop's thread would be. 0 or -errno. */
+static int may_run_fifo(int priority) {
+    pthread_attr_t attributes;
+    int result = pthread_attr_init(&attributes);
+    if (result != 0) return -result;
+    struct sched_param param = {.sched_priority = priority};
+    result = pthread_attr_setinheritsched(&attributes, PTHREAD_EXPLICIT_SCHED);
+    if (result == 0) result = pthread_attr_setschedpolicy(&attributes, SCHED_FIFO);
+    if (result == 0) result = pthread_attr_setschedparam(&attributes, &param);
+    pthread_t probe;
+    if (result == 0) result = pthread_create(&probe, &attributes, probe_thread, NULL);
+    if (result == 0) pthread_join(probe, NULL);
+    pthread_attr_destroy(&attributes);
+    return -result;
+}
+
+int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision) {
+    if (loop == NULL) return -EINVAL;
+    tk_precision wanted = {0};
+    if (precision != NULL) wanted = *precision;
+    if (wanted.margin_ns < 0 || wanted.margin_ns > TK_PRECISION_MAX_MARGIN_NS) return -EINVAL;
+    if (wanted.realtime_priority < 0 || wanted.realtime_priority > MAX_FIFO_PRIORITY) {
+        return -EINVAL;
+    }
+    if (wanted.flags != 0) return -EINVAL;
+    if (wanted.realtime_priority >= MIN_FIFO_PRIORITY) {
+        int result = may_run_fifo(wanted.realtime_priority);
+        if (result < 0) return result;
+    }
+    pthread_mutex_lock(&loop->lock);
+    loop->precision_margin = wanted.margin_ns ? wanted.margin_ns : TK_PRECISION_DEFAULT_MARGIN_NS;
+    loop->precision_priority = wanted.realtime_priority;
+    loop->precision_thread = precision != NULL;
+    /* A sleeping run plans its wake-up again with the new margin. */
+    int result = tk__loop_kick(loop);
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_get_precision(tk_loop *loop, tk_precision *precision) {
+    if (loop == NULL || precision == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    *precision = (tk_precision){
+        .margin_ns = loop->precision_margin,
+        .realtime_priority = loop->precision_priority,
+    };
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+/* ---- The running thread -------------------------------------------------------- */
+
+int tk__precision_enter(tk_loop *loop) {
+    loop->tuned_slack = 0;
+    loop->tuned_policy = 0;
+    if (loop->manual || !loop->precision_thread) return 0;
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (slack < 0 || prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0) return -errno;
+    loop->saved_slack = (unsigned long)slack;
+    loop->tuned_slack = 1;
+    if (loop->precision_priority >= MIN_FIFO_PRIORITY) {
+        pthread_t self = pthread_self();
+        struct sched_param saved;
+        int result = pthread_getschedparam(self, &loop->saved_policy, &saved);
+        if (result == 0) {
+            struct sched_param param = {.sched_priority = loop->precision_priority};
+            result = pthread_setschedparam(self, SCHED_FIFO, &param);
+        }
+        if (result != 0) {
+            tk__precision_leave(loop);
+            return -result;
+        }
+        loop->saved_priority = saved.sched_priority;
+        loop->tuned_policy = 1;
+    }
+    return 0;
+}
+
+void tk__precision_leave(tk_loop *loop) {
+    if (loop->tuned_policy) {
+        struct sched_param saved = {.sched_priority = loop->saved_priority};
+        (void)pthread_setschedparam(pthread_self(), loop->saved_policy, &saved);
+        loop->tuned_policy = 0;
+    }
+    if (loop->tuned_slack) {
+        (void)prctl(PR_SET_TIMERSLACK, loop->saved_slack, 0, 0, 0);
+        loop->tuned_slack = 0;
+    }
+}
+
+/* ---- The spin ---------------------------------------------------------------------- */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns) {
+    if (loop->manual || loop->precise_timers == 0) return 0;
+    int64_t margin = loop->precision_margin;
+    int chosen = -1;
+    int64_t deadline = 0;
+    int64_t wait = INT64_MAX;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        if (loop->clock_timers[clock] == 0) continue;
+        int64_t now = tk__clock_read((tk_clock)clock);
+        int64_t next = tk__timers_next_precise(loop, (tk_clock)clock, mode,
+                                               tk__add_sat(now, margin), SPIN_SEARCH_LIMIT);
+        if (next == INT64_MAX) continue;
+        if (next <= now) return 0; /* due already: the next pass fires it */
+        if (next - now < wait) {
+            chosen = clock;
+            deadline = next;
+            wait = next - now;
+        }
+    }
+    if (chosen < 0) return 0;
+    int64_t start = tk__clock_read(TK_CLOCK_MONOTONIC);
+    if (tk__add_sat(start, wait) > until_ns) return 0; /* the run ends first */
+    /* A wall clock stepped back mid-spin must not hold the thread: no spin
+     * lasts longer than the margin on the monotonic clock. */
+    int64_t give_up = tk__add_sat(start, margin);
+    tk_clock clock = (tk_clock)chosen;
+    pthread_mutex_unlock(&loop->lock);
+    int64_t end;
+    if (clock == TK_CLOCK_MONOTONIC) {
+        while ((end = tk__clock_read(clock)) < deadline) cpu_relax();
+    } else {
+        while (tk__clock_read(clock) < deadline &&
+               (end = tk__clock_read(TK_CLOCK_MONOTONIC)) < give_up) {
+            cpu_relax();
+        }
+        end = tk__clock_read(TK_CLOCK_MONOTONIC);
+    }
+    pthread_mutex_lock(&loop->lock);
+    loop->stats.spins++;
+    if (end > start) loop->stats.spin_ns += (uint64_t)(end - start);
+    return 1;
+}

@@ -1,0 +1,551 @@
+/*
+ * Precise timers (TK_TIMER_PRECISE) and a loop's precision settings.
+ *
+ *   - Bad specs and bad settings are -EINVAL, and change nothing.
+ *   - On a manual loop a precise timer is a timer with no leeway: exact fire
+ *     times, wake-ups at the deadlines, no spin.
+ *   - On a real loop: every fire is on time or late, never early; the loop
+ *     spins for them and counts the spin's CPU time; a run of precise timers
+ *     within the margin does not starve a watched descriptor, nor a stop.
+ *   - The thread settings: timer slack 1 ns and SCHED_FIFO while the loop
+ *     runs, put back afterwards; a SCHED_FIFO priority the process may not
+ *     have is -EPERM, from tk_loop_set_precision and, if the permission goes
+ *     away later, from tk_loop_run before its first pass. These run in child
+ *     processes, which drop CAP_SYS_NICE and lower RLIMIT_RTPRIO.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "CTimerCore.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_harness.h"
+
+#define MS INT64_C(1000000)
+#define US INT64_C(1000)
+
+static int64_t now_on(tk_clock clock) {
+    int64_t now = 0;
+    CHECK_EQ(tk_clock_now(clock, &now), 0);
+    return now;
+}
+
+static void noop(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+}
+
+/* ---- Bad input --------------------------------------------------------------- */
+
+static void test_bad_input(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    tk_timer_id kept;
+    tk_timer_spec later = {.delay_ns = 60000 * MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &later, noop, NULL, &kept), 0);
+
+    /* A precise timer has no leeway; unknown flags stay unknown. */
+    tk_timer_id id;
+    tk_timer_spec bad = {.delay_ns = MS, .leeway_ns = 1, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &bad, noop, NULL, &id), -EINVAL);
+    CHECK_EQ(tk_loop_reschedule(loop, kept, &bad), -EINVAL);
+    bad = (tk_timer_spec){.delay_ns = MS, .flags = 0x4u};
+    CHECK_EQ(tk_loop_schedule(loop, &bad, noop, NULL, &id), -EINVAL);
+
+    /* Settings out of range, and their effect: none. */
+    tk_precision wanted = {.margin_ns = 300 * US};
+    CHECK_EQ(tk_loop_set_precision(loop, &wanted), 0);
+    tk_precision bad_settings[] = {
+        {.margin_ns = -1},
+        {.margin_ns = TK_PRECISION_MAX_MARGIN_NS + 1},
+        {.margin_ns = INT64_MIN},
+        {.realtime_priority = -1},
+        {.realtime_priority = 100},
+        {.flags = 1},
+    };
+    for (size_t i = 0; i < sizeof bad_settings / sizeof bad_settings[0]; i++) {
+        CHECK_EQ(tk_loop_set_precision(loop, &bad_settings[i]), -EINVAL);
+    }
+    CHECK_EQ(tk_loop_set_precision(NULL, &wanted), -EINVAL);
+    CHECK_EQ(tk_loop_get_precision(NULL, &wanted), -EINVAL);
+    CHECK_EQ(tk_loop_get_precision(loop, NULL), -EINVAL);
+    tk_precision got;
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(got.margin_ns, 300 * US);
+    CHECK_EQ(got.realtime_priority, 0);
+
+    /* Zero and NULL mean the default margin. */
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(got.margin_ns, TK_PRECISION_DEFAULT_MARGIN_NS);
+    CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(got.margin_ns, TK_PRECISION_DEFAULT_MARGIN_NS);
+
+    /* The timer scheduled first is untouched. */
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, kept, &info), 0);
+    CHECK_EQ(info.flags, TK_TIMER_PRECISE);
+    CHECK_EQ(info.leeway_ns, 0);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- Manual time: exact --------------------------------------------------------- */
+
+typedef struct fire_log {
+    int count;
+    int64_t at[64];
+    int which[64];
+    uint64_t missed[64];
+} fire_log;
+
+static fire_log g_log;
+
+static void log_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id;
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    if (g_log.count < 64) {
+        g_log.at[g_log.count] = now;
+        g_log.which[g_log.count] = (int)(intptr_t)context;
+        g_log.missed[g_log.count] = missed;
+        g_log.count++;
+    }
+}
+
+static void test_manual_exact(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create_manual(&loop, 1000 * MS), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 50 * MS}), 0);
+    memset(&g_log, 0, sizeof g_log);
+    /* 1: precise, every 10 ms from +10 ms. 2: due at +25 ms with 20 ms of
+     * leeway, so it may wait for 1's fire at +30 ms. 3: precise at +31 ms. */
+    tk_timer_id a, b, c;
+    tk_timer_spec every = {.delay_ns = 10 * MS, .interval_ns = 10 * MS, .flags = TK_TIMER_PRECISE};
+    tk_timer_spec lenient = {.delay_ns = 25 * MS, .leeway_ns = 20 * MS};
+    tk_timer_spec single = {.deadline_ns = 1031 * MS, .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &every, log_fire, (void *)1, &a), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &lenient, log_fire, (void *)2, &b), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &single, log_fire, (void *)3, &c), 0);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, a, &info), 0);
+    CHECK_EQ(info.flags, TK_TIMER_PRECISE);
+    CHECK_EQ(info.deadline_ns, 1010 * MS);
+    CHECK_EQ(tk_loop_timer_info(loop, b, &info), 0);
+    CHECK_EQ(info.flags, 0);
+
+    /* The margin plays no part: manual time moves to each deadline. */
+    CHECK_EQ(tk_loop_run(loop, 0, 1040 * MS, 0), TK_RUN_TIMED_OUT);
+    static const int64_t want_at[] = {1010, 1020, 1030, 1030, 1031, 1040};
+    /* At 1030, 2 (due at 1025) is the more overdue, and fires first. */
+    static const int want_which[] = {1, 1, 2, 1, 3, 1};
+    CHECK_EQ(g_log.count, 6);
+    for (int i = 0; i < g_log.count && i < 6; i++) {
+        CHECK_EQ(g_log.at[i], want_at[i] * MS);
+        CHECK_EQ(g_log.which[i], want_which[i]);
+        CHECK_EQ(g_log.missed[i], 0);
+    }
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.wakeups, 5); /* 1010, 1020, 1030, 1031, 1040 */
+    CHECK_EQ(stats.spins, 0);
+    CHECK_EQ(stats.spin_ns, 0);
+
+    /* Rescheduling a precise timer with a leeway makes it an ordinary one. */
+    tk_timer_spec relaxed = {.delay_ns = 5 * MS, .leeway_ns = MS};
+    CHECK_EQ(tk_loop_reschedule(loop, a, &relaxed), 0);
+    CHECK_EQ(tk_loop_timer_info(loop, a, &info), 0);
+    CHECK_EQ(info.flags, 0);
+    CHECK_EQ(info.leeway_ns, MS);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- Real time: never early, and fired ----------------------------------------- */
+
+enum { REPEATS = 40, SINGLES = 20 };
+
+typedef struct real_log {
+    tk_clock clock;
+    int64_t first;
+    int64_t interval;
+    int64_t next;     /* the deadline the next fire is for */
+    int fires;
+    int early;
+    int want;
+} real_log;
+
+static void real_repeat(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id;
+    real_log *log = context;
+    int64_t now = now_on(log->clock);
+    log->next += (int64_t)missed * log->interval; /* periods skipped */
+    if (now < log->next) log->early++;
+    log->next += log->interval;
+    if (++log->fires == log->want) CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+typedef struct single_log {
+    int64_t deadline;
+    int *fired;
+    int early;
+} single_log;
+
+static void real_single(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    single_log *s = context;
+    if (now_on(TK_CLOCK_MONOTONIC) < s->deadline) s->early++;
+    (*s->fired)++;
+}
+
+static void test_real_never_early(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 3 * MS}), 0);
+    /* A repeating precise timer on the monotonic clock, and one on the boot
+     * clock, with ordinary ones in between that must not disturb them. */
+    real_log mono = {.clock = TK_CLOCK_MONOTONIC, .interval = 5 * MS, .want = REPEATS};
+    real_log boot = {.clock = TK_CLOCK_BOOTTIME, .interval = 7 * MS, .want = -1};
+    mono.first = now_on(TK_CLOCK_MONOTONIC) + 5 * MS;
+    mono.next = mono.first;
+    boot.first = now_on(TK_CLOCK_BOOTTIME) + 7 * MS;
+    boot.next = boot.first;
+    tk_timer_id id;
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = mono.first,
+                          .interval_ns = mono.interval,
+                          .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &spec, real_repeat, &mono, &id), 0);
+    spec = (tk_timer_spec){.clock = TK_CLOCK_BOOTTIME, .deadline_ns = boot.first,
+                           .interval_ns = boot.interval,
+                           .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &spec, real_repeat, &boot, &id), 0);
+    tk_timer_spec ordinary = {.delay_ns = 3 * MS, .interval_ns = 3 * MS, .leeway_ns = MS};
+    CHECK_EQ(tk_loop_schedule(loop, &ordinary, noop, NULL, &id), 0);
+    /* One-shots at scattered deadlines: each fires once, none early. */
+    int fired = 0;
+    single_log singles[SINGLES];
+    int64_t base = now_on(TK_CLOCK_MONOTONIC);
+    for (int i = 0; i < SINGLES; i++) {
+        singles[i] = (single_log){.deadline = base + (int64_t)(rng_next(&g_rng) % (150 * MS)),
+                                  .fired = &fired};
+        tk_timer_spec one = {.deadline_ns = singles[i].deadline,
+                             .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+        CHECK_EQ(tk_loop_schedule(loop, &one, real_single, &singles[i], &id), 0);
+    }
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(mono.fires, REPEATS);
+    CHECK_EQ(mono.early, 0);
+    CHECK_GE(boot.fires, 1);
+    CHECK_EQ(boot.early, 0);
+    CHECK_EQ(fired, SINGLES); /* 150 ms < 40 * 5 ms */
+    for (int i = 0; i < SINGLES; i++) CHECK_EQ(singles[i].early, 0);
+    /* The loop spun, and counted what it cost. (Each of 60-odd wake-ups
+     * would have to come over 3 ms late for there to be no spin at all.) */
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_GE(stats.spins, 1);
+    CHECK_LE(stats.spins, stats.fired);
+    CHECK(stats.spin_ns > 0);
+    printf("%" PRIu64 " fires, %" PRIu64 " spins, %.3f ms of CPU spinning\n", stats.fired,
+           stats.spins, (double)stats.spin_ns / 1e6);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- Spinning does not starve the rest of the loop ------------------------------- */
+
+typedef struct starve {
+    int pipe_reads;
+    int ticks;
+    int fd;
+} starve;
+
+static void on_readable(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)loop, (void)events;
+    starve *s = context;
+    char byte;
+    if (read(fd, &byte, 1) == 1) s->pipe_reads++;
+}
+
+static void tick(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    starve *s = context;
+    s->ticks++;
+    /* Every 20th tick, a byte for the watch. */
+    if (s->ticks % 20 == 0) CHECK_EQ(write(s->fd, "x", 1), 1);
+}
+
+static void *stop_later(void *arg) {
+    usleep(80000);
+    CHECK_EQ(tk_loop_stop(arg), 0);
+    return NULL;
+}
+
+static void test_no_starving(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    /* Every 100 us, with a 1 ms margin: a precise timer is always within the
+     * margin, so the loop would spin forever if a spin could follow a spin. */
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = MS}), 0);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    starve s = {.fd = fds[1]};
+    CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, on_readable, &s), 0);
+    tk_timer_id id;
+    tk_timer_spec fast = {.delay_ns = 100 * US, .interval_ns = 100 * US, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &fast, tick, &s, &id), 0);
+    pthread_t stopper;
+    CHECK_EQ(pthread_create(&stopper, NULL, stop_later, loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    pthread_join(stopper, NULL);
+    CHECK_GE(s.ticks, 20);
+    CHECK_GE(s.pipe_reads, 1);
+    /* Each byte written before the last pass was read. */
+    CHECK_GE(s.pipe_reads, s.ticks / 20 - 1);
+    /* A run with a deadline ends at it, spinning or not. */
+    int64_t until = now_on(TK_CLOCK_MONOTONIC) + 20 * MS;
+    CHECK_EQ(tk_loop_run(loop, 0, until, 0), TK_RUN_TIMED_OUT);
+    CHECK_GE(now_on(TK_CLOCK_MONOTONIC), until);
+    /* TK_RUN_NOWAIT never spins. */
+    tk_loop_stats before, after;
+    CHECK_EQ(tk_loop_get_stats(loop, &before), 0);
+    for (int i = 0; i < 50; i++) {
+        int result = tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT);
+        CHECK(result == TK_RUN_PASSED);
+    }
+    CHECK_EQ(tk_loop_get_stats(loop, &after), 0);
+    CHECK_EQ(after.spins, before.spins);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- A nested run inside a precise timer's callback --------------------------- */
+
+typedef struct nesting {
+    int calls;
+    int depth;
+    int max_depth;
+    uint64_t missed_after;
+    uint64_t wakeups_inside;
+} nesting;
+
+static void nest(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id;
+    nesting *n = context;
+    n->calls++;
+    if (++n->depth > n->max_depth) n->max_depth = n->depth;
+    if (n->calls == 1) {
+        /* 20 ms in the same mode: this timer comes due 10 times meanwhile
+         * and must be set aside, not fired, and not woken early for. */
+        tk_loop_stats before, after;
+        CHECK_EQ(tk_loop_get_stats(loop, &before), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, now_on(TK_CLOCK_MONOTONIC) + 20 * MS, 0), TK_RUN_TIMED_OUT);
+        CHECK_EQ(tk_loop_get_stats(loop, &after), 0);
+        n->wakeups_inside = after.wakeups - before.wakeups;
+    } else {
+        n->missed_after = missed;
+        CHECK_EQ(tk_loop_stop(loop), 0);
+    }
+    n->depth--;
+}
+
+static void test_nested_run(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = MS}), 0);
+    nesting n = {0};
+    tk_timer_id id;
+    tk_timer_spec every = {.delay_ns = 2 * MS, .interval_ns = 2 * MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &every, nest, &n, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(n.calls, 2);
+    CHECK_EQ(n.max_depth, 1);
+    CHECK_GE(n.missed_after, 8); /* the periods skipped during the nested run */
+    /* Set aside, the timer wakes the nested run at most once per period or
+     * so; polling for it through each 1 ms margin would take thousands. */
+    CHECK_LE(n.wakeups_inside, 200);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- The thread's settings (child processes) ---------------------------------- */
+
+/* Drops CAP_SYS_NICE from this process's effective and permitted sets and
+ * lowers RLIMIT_RTPRIO to `limit`, so SCHED_FIFO above it is refused. */
+static int lose_realtime(rlim_t limit) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) return -errno;
+    data[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+    data[CAP_SYS_NICE / 32].permitted &= ~(1u << (CAP_SYS_NICE % 32));
+    data[CAP_SYS_NICE / 32].inheritable &= ~(1u << (CAP_SYS_NICE % 32));
+    if (syscall(SYS_capset, &header, data) != 0) return -errno;
+    struct rlimit rt = {.rlim_cur = limit, .rlim_max = limit};
+    if (setrlimit(RLIMIT_RTPRIO, &rt) != 0) return -errno;
+    return 0;
+}
+
+/* Whether this process may take SCHED_FIFO `priority`, asked of the kernel
+ * directly in a child that then exits. */
+static int fifo_allowed(int priority) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sched_param param = {.sched_priority = priority};
+        _exit(sched_setscheduler(0, SCHED_FIFO, &param) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+typedef struct thread_seen {
+    int slack;
+    int policy;
+    int priority;
+} thread_seen;
+
+static void look_at_thread(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    thread_seen *seen = context;
+    seen->slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    struct sched_param param;
+    pthread_getschedparam(pthread_self(), &seen->policy, &param);
+    seen->priority = param.sched_priority;
+    tk_loop_stop(loop);
+}
+
+/* Runs `body` in a child process; its checks count there, and its exit
+ * status says whether any failed. */
+static void in_child(void (*body)(void), const char *what) {
+    fflush(stdout);
+    int failed_before = atomic_load(&g_failed);
+    pid_t pid = fork();
+    if (pid == 0) {
+        body();
+        fflush(stdout);
+        _exit(atomic_load(&g_failed) == failed_before ? 0 : 1);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "the child for %s failed\n", what);
+    }
+    CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
+static void slack_while_running(void) {
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    thread_seen seen = {0};
+    tk_timer_id id;
+    tk_timer_spec soon = {.delay_ns = MS};
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
+    /* Without settings, the thread keeps its slack. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.slack, 50000);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.slack, 1);
+    CHECK_EQ(seen.policy, SCHED_OTHER); /* no priority asked for */
+    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000); /* put back */
+    /* NULL turns the settings off again. */
+    CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.slack, 50000);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void realtime_refused(void) {
+    CHECK_EQ(lose_realtime(0), 0);
+    CHECK(!fifo_allowed(10));
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 123 * US}), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
+    tk_precision got;
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(got.margin_ns, 123 * US); /* unchanged */
+    CHECK_EQ(got.realtime_priority, 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+static void realtime_granted_then_lost(void) {
+    struct rlimit rt = {.rlim_cur = 10, .rlim_max = 10};
+    (void)setrlimit(RLIMIT_RTPRIO, &rt); /* may be refused: then the kernel decides below */
+    int allowed = fifo_allowed(10);
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    int result = tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10});
+    CHECK_EQ(result, allowed ? 0 : -EPERM);
+    if (!allowed) {
+        printf("SCHED_FIFO is not permitted here: only the refusal was checked\n");
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+        return;
+    }
+    thread_seen seen = {0};
+    tk_timer_id id;
+    tk_timer_spec soon = {.delay_ns = MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.policy, SCHED_FIFO);
+    CHECK_EQ(seen.priority, 10);
+    CHECK_LE(seen.slack, 1); /* a real-time thread has none at all */
+    int policy;
+    struct sched_param param;
+    CHECK_EQ(pthread_getschedparam(pthread_self(), &policy, &param), 0);
+    CHECK_EQ(policy, SCHED_OTHER); /* put back */
+    /* The permission goes; the next run fails before its first pass, and
+     * leaves the thread and the timers as they were. */
+    CHECK_EQ(lose_realtime(0), 0);
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &(tk_timer_spec){0}, look_at_thread, &seen, &id), 0);
+    seen.slack = -1;
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), -EPERM);
+    CHECK_EQ(seen.slack, -1); /* nothing fired */
+    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.pending, 1);
+    /* Without the priority, the same timer fires. */
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.slack, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    printf("SCHED_FIFO granted, then refused after the permission was dropped\n");
+}
+
+static void test_thread_settings(void) {
+    in_child(slack_while_running, "the timer slack");
+    in_child(realtime_refused, "a refused priority");
+    in_child(realtime_granted_then_lost, "a granted, then lost, priority");
+}
+
+static const test_case tests[] = {
+    {"bad_input", test_bad_input, 30},
+    {"manual_exact", test_manual_exact, 30},
+    {"real_never_early", test_real_never_early, 120},
+    {"no_starving", test_no_starving, 120},
+    {"nested_run", test_nested_run, 60},
+    {"thread_settings", test_thread_settings, 120},
+};
+
+int main(int argc, char **argv) {
+    return test_main(argc, argv, "test_precision", tests, sizeof tests / sizeof tests[0]);
+}
