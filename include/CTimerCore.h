@@ -399,7 +399,8 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * one mode (several, or TK_MODES_INVALID),
  * -EBUSY if another thread is running the loop or this is called from a
  * callback of tk_loop_advance, -EPERM if the loop's precision settings ask
- * for a SCHED_FIFO priority the thread may no longer have (nothing ran), or
+ * for a SCHED_FIFO priority the thread may no longer have (see
+ * tk_loop_set_precision), or
  * the negative errno of a failed epoll_wait / timerfd call.
  *
  * On a manual loop, a run with `deadline_ns` TK_FOREVER does not move time: it
@@ -530,8 +531,9 @@ typedef struct tk_precision {
  *     put back as they were when the run returns. The slack tightens any
  *     sleep the callbacks make; the loop's own waits end on timerfds, which
  *     have no slack.
- *   - The margin takes effect at once; the thread settings at the next
- *     outermost run. A manual loop ignores all of this.
+ *   - The margin takes effect at once. The thread settings take effect when
+ *     a run begins, or, if a thread is running the loop, at its next pass
+ *     (the call wakes it). A manual loop ignores all of this.
  *
  * Precise timers spin whether or not this was called (with the default
  * margin and no thread settings); NULL turns the thread settings off again.
@@ -541,8 +543,9 @@ typedef struct tk_precision {
  * flags, and -EPERM if the process may not run a thread at that SCHED_FIFO
  * priority (no CAP_SYS_NICE, and RLIMIT_RTPRIO below it): this is checked
  * here, by starting a thread with that policy, and the loop's settings stay
- * as they were. If the permission is gone by the time a run starts,
- * tk_loop_run returns -EPERM before its first pass. Never ignored silently.
+ * as they were. If the permission is gone by the time the loop's thread
+ * applies it, tk_loop_run returns -EPERM (before its first pass, or at the
+ * pass that applies a change). Never ignored silently.
  */
 int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision);
 

@@ -387,6 +387,8 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             tk__loop_report_clock_change(loop);
             handled++;
         }
+        int tuned = tk__precision_retune(loop);
+        if (tuned < 0) return tuned;
         read_clocks_in_use(loop, now);
         int64_t fired = tk__timers_fire_due(loop, mode, now, 1);
         if (fired < 0) return (int)fired;

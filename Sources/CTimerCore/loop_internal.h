@@ -121,7 +121,10 @@ struct tk_loop {
     int64_t precision_margin;
     int precision_priority;
     int precision_thread;  /* tune the running thread (tk_loop_set_precision) */
-    /* What the outermost run changed on its thread, to put back on return. */
+    uint32_t precision_generation; /* counts tk_loop_set_precision calls */
+    /* The running thread: the settings generation it was tuned for, and
+     * what the outermost run changed on it, to put back on return. */
+    uint32_t tuned_generation;
     int tuned_slack;
     int tuned_policy;
     unsigned long saved_slack;
@@ -201,7 +204,11 @@ TK__INTERNAL void tk__loop_leave(tk_loop *loop);
  * calling thread as its outermost run begins, if tk_loop_set_precision asked
  * for them. 0 or -errno, with the thread left as it was. Lock held. */
 TK__INTERNAL int tk__precision_enter(tk_loop *loop);
-/* Puts back what tk__precision_enter changed. Lock held. */
+/* At the start of a pass: applies settings changed since the thread was
+ * tuned (tk_loop_set_precision called while the loop runs). 0 or -errno.
+ * Lock held. */
+TK__INTERNAL int tk__precision_retune(tk_loop *loop);
+/* Puts back what the run changed on its thread. Lock held. */
 TK__INTERNAL void tk__precision_leave(tk_loop *loop);
 
 /*

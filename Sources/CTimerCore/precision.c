@@ -14,7 +14,8 @@
  * system call after each spin, which would land on the fire it serves.
  *
  * With tk_loop_set_precision, the outermost run also sets its thread's timer
- * slack to 1 ns and, if asked, SCHED_FIFO, and puts both back on return.
+ * slack to 1 ns and, if asked, SCHED_FIFO, and puts both back on return; a
+ * change made while the loop runs is applied by its thread at the next pass.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -75,7 +76,9 @@ int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision) {
     loop->precision_margin = wanted.margin_ns ? wanted.margin_ns : TK_PRECISION_DEFAULT_MARGIN_NS;
     loop->precision_priority = wanted.realtime_priority;
     loop->precision_thread = precision != NULL;
-    /* A sleeping run plans its wake-up again with the new margin. */
+    loop->precision_generation++;
+    /* A sleeping run makes a pass: it applies the thread settings and plans
+     * its wake-up again with the new margin. */
     int result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -94,30 +97,58 @@ int tk_loop_get_precision(tk_loop *loop, tk_precision *precision) {
 
 /* ---- The running thread -------------------------------------------------------- */
 
+/* Makes the calling thread match the loop's settings, saving what it had
+ * before the first change. On failure the thread keeps the policy it had.
+ * 0 or -errno. */
+static int tune(tk_loop *loop) {
+    int want_slack = loop->precision_thread;
+    int want_fifo = loop->precision_thread && loop->precision_priority >= MIN_FIFO_PRIORITY;
+    pthread_t self = pthread_self();
+    if (want_fifo) {
+        struct sched_param saved;
+        int policy;
+        int result = pthread_getschedparam(self, &policy, &saved);
+        struct sched_param param = {.sched_priority = loop->precision_priority};
+        if (result == 0) result = pthread_setschedparam(self, SCHED_FIFO, &param);
+        if (result != 0) return -result;
+        if (!loop->tuned_policy) {
+            loop->saved_policy = policy;
+            loop->saved_priority = saved.sched_priority;
+            loop->tuned_policy = 1;
+        }
+    } else if (loop->tuned_policy) {
+        struct sched_param saved = {.sched_priority = loop->saved_priority};
+        (void)pthread_setschedparam(self, loop->saved_policy, &saved);
+        loop->tuned_policy = 0;
+    }
+    /* After the policy: leaving a real-time policy resets the slack. */
+    if (want_slack && !loop->tuned_slack) {
+        int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        if (slack < 0) return -errno;
+        loop->saved_slack = (unsigned long)slack;
+        loop->tuned_slack = 1;
+    }
+    if (loop->tuned_slack) {
+        unsigned long slack = want_slack ? 1UL : loop->saved_slack;
+        if (prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0) < 0) return -errno;
+        loop->tuned_slack = want_slack;
+    }
+    loop->tuned_generation = loop->precision_generation;
+    return 0;
+}
+
 int tk__precision_enter(tk_loop *loop) {
     loop->tuned_slack = 0;
     loop->tuned_policy = 0;
-    if (loop->manual || !loop->precision_thread) return 0;
-    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-    if (slack < 0 || prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0) return -errno;
-    loop->saved_slack = (unsigned long)slack;
-    loop->tuned_slack = 1;
-    if (loop->precision_priority >= MIN_FIFO_PRIORITY) {
-        pthread_t self = pthread_self();
-        struct sched_param saved;
-        int result = pthread_getschedparam(self, &loop->saved_policy, &saved);
-        if (result == 0) {
-            struct sched_param param = {.sched_priority = loop->precision_priority};
-            result = pthread_setschedparam(self, SCHED_FIFO, &param);
-        }
-        if (result != 0) {
-            tk__precision_leave(loop);
-            return -result;
-        }
-        loop->saved_priority = saved.sched_priority;
-        loop->tuned_policy = 1;
-    }
-    return 0;
+    if (loop->manual) return 0;
+    int result = tune(loop);
+    if (result < 0) tk__precision_leave(loop);
+    return result;
+}
+
+int tk__precision_retune(tk_loop *loop) {
+    if (loop->manual || loop->tuned_generation == loop->precision_generation) return 0;
+    return tune(loop);
 }
 
 void tk__precision_leave(tk_loop *loop) {

@@ -18,8 +18,13 @@ extension TimerLoop {
     /// returns), its timer slack is 1 ns and, with a
     /// ``LoopPrecision/realtimePriority``, its policy is `SCHED_FIFO` at that
     /// priority; both are put back when the run returns. The margin takes
-    /// effect at once, the thread's settings at the next run. A manual loop
-    /// ignores all of this.
+    /// effect at once; the thread's settings when a run begins or, on a loop
+    /// that is running (such as one from ``startThread(mode:)``), at its next
+    /// pass, which this call brings about. A manual loop ignores all of this.
+    ///
+    /// If the priority is refused when the loop's thread applies it (the
+    /// permission went away after this call checked it), that run fails with
+    /// ``TimerError/realtimePriorityNotPermitted``.
     ///
     /// ```swift
     /// let loop = try TimerLoop()

@@ -383,9 +383,15 @@ static void test_nested_run(void) {
 
 /* ---- The thread's settings (child processes) ---------------------------------- */
 
-/* Drops CAP_SYS_NICE from this process's effective and permitted sets and
- * lowers RLIMIT_RTPRIO to `limit`, so SCHED_FIFO above it is refused. */
-static int lose_realtime(rlim_t limit) {
+typedef struct thread_seen {
+    int slack;
+    int policy;
+    int priority;
+} thread_seen;
+
+/* Drops CAP_SYS_NICE from the calling thread's capability sets (threads it
+ * starts from now on inherit that; others keep theirs). */
+static int drop_sys_nice(void) {
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct data[2];
     if (syscall(SYS_capget, &header, data) != 0) return -errno;
@@ -393,9 +399,50 @@ static int lose_realtime(rlim_t limit) {
     data[CAP_SYS_NICE / 32].permitted &= ~(1u << (CAP_SYS_NICE % 32));
     data[CAP_SYS_NICE / 32].inheritable &= ~(1u << (CAP_SYS_NICE % 32));
     if (syscall(SYS_capset, &header, data) != 0) return -errno;
+    return 0;
+}
+
+/* Drops CAP_SYS_NICE from this thread and lowers the process's
+ * RLIMIT_RTPRIO to `limit`, so SCHED_FIFO above it is refused here. */
+static int lose_realtime(rlim_t limit) {
+    int result = drop_sys_nice();
+    if (result < 0) return result;
     struct rlimit rt = {.rlim_cur = limit, .rlim_max = limit};
     if (setrlimit(RLIMIT_RTPRIO, &rt) != 0) return -errno;
     return 0;
+}
+
+/* A loop run by a thread of its own, and what its callbacks saw of it. */
+typedef struct running {
+    tk_loop *loop;
+    pthread_t thread;
+    int result;          /* what tk_loop_run returned */
+    int slack_after;     /* the thread's slack after the run */
+    int policy_after;
+} running;
+
+static void *run_thread(void *context) {
+    running *r = context;
+    r->result = tk_loop_run(r->loop, 0, TK_FOREVER, 0);
+    r->slack_after = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    struct sched_param param;
+    pthread_getschedparam(pthread_self(), &r->policy_after, &param);
+    return NULL;
+}
+
+/* Asks the loop's thread what it looks like now, from a callback. */
+static void look_now(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context);
+
+static thread_seen ask_running(tk_loop *loop) {
+    static thread_seen seen;
+    seen = (thread_seen){.slack = -1, .policy = -1};
+    tk_timer_id id;
+    tk_timer_spec now = {0};
+    CHECK_EQ(tk_loop_schedule(loop, &now, look_now, &seen, &id), 0);
+    for (int i = 0; i < 5000 && __atomic_load_n(&seen.slack, __ATOMIC_ACQUIRE) == -1; i++) {
+        usleep(1000);
+    }
+    return seen;
 }
 
 /* Whether this process may take SCHED_FIFO `priority`, asked of the kernel
@@ -411,12 +458,6 @@ static int fifo_allowed(int priority) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-typedef struct thread_seen {
-    int slack;
-    int policy;
-    int priority;
-} thread_seen;
-
 static void look_at_thread(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
     (void)id, (void)missed;
     thread_seen *seen = context;
@@ -425,6 +466,17 @@ static void look_at_thread(tk_loop *loop, tk_timer_id id, uint64_t missed, void 
     pthread_getschedparam(pthread_self(), &seen->policy, &param);
     seen->priority = param.sched_priority;
     tk_loop_stop(loop);
+}
+
+static void look_now(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    thread_seen *seen = context;
+    struct sched_param param;
+    int policy;
+    pthread_getschedparam(pthread_self(), &policy, &param);
+    seen->policy = policy;
+    seen->priority = param.sched_priority;
+    __atomic_store_n(&seen->slack, prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), __ATOMIC_RELEASE);
 }
 
 /* Runs `body` in a child process; its checks count there, and its exit
@@ -469,6 +521,22 @@ static void slack_while_running(void) {
     CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
     CHECK_EQ(seen.slack, 50000);
+
+    /* A loop running on a thread of its own takes a change at its next
+     * pass, and puts the thread back when its run returns. */
+    running r = {.loop = loop};
+    CHECK_EQ(pthread_create(&r.thread, NULL, run_thread, &r), 0);
+    CHECK_EQ(ask_running(loop).slack, 50000); /* inherited from this thread */
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(ask_running(loop).slack, 1);
+    CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
+    CHECK_EQ(ask_running(loop).slack, 50000);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(ask_running(loop).slack, 1);
+    CHECK_EQ(tk_loop_stop(loop), 0);
+    pthread_join(r.thread, NULL);
+    CHECK_EQ(r.result, TK_RUN_STOPPED);
+    CHECK_EQ(r.slack_after, 50000);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
@@ -531,10 +599,58 @@ static void realtime_granted_then_lost(void) {
     printf("SCHED_FIFO granted, then refused after the permission was dropped\n");
 }
 
+/* Each callback that runs this drops CAP_SYS_NICE from the loop's thread. */
+static void drop_on_loop_thread(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    CHECK_EQ(drop_sys_nice(), 0);
+    __atomic_store_n((int *)context, 1, __ATOMIC_RELEASE);
+}
+
+static void realtime_while_running(void) {
+    struct rlimit rt = {.rlim_cur = 0, .rlim_max = 0};
+    CHECK_EQ(setrlimit(RLIMIT_RTPRIO, &rt), 0); /* only CAP_SYS_NICE lets a thread in */
+    if (!fifo_allowed(10)) {
+        printf("SCHED_FIFO is not permitted here: the running loop's refusal was not checked\n");
+        tk_loop *loop;
+        CHECK_EQ(tk_loop_create(&loop), 0);
+        CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+        return;
+    }
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    running r = {.loop = loop};
+    CHECK_EQ(pthread_create(&r.thread, NULL, run_thread, &r), 0);
+    CHECK_EQ(ask_running(loop).policy, SCHED_OTHER);
+    /* Granted while running: the thread takes it at its next pass. */
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), 0);
+    thread_seen seen = ask_running(loop);
+    CHECK_EQ(seen.policy, SCHED_FIFO);
+    CHECK_EQ(seen.priority, 10);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 20}), 0);
+    CHECK_EQ(ask_running(loop).priority, 20);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
+    CHECK_EQ(ask_running(loop).policy, SCHED_OTHER);
+    /* The loop's thread loses the permission; this thread keeps it, so the
+     * check here passes, and the loop's thread is refused at its next pass:
+     * the run ends with -EPERM, the thread put back as it was. */
+    int dropped = 0;
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &(tk_timer_spec){0}, drop_on_loop_thread, &dropped, &id), 0);
+    while (!__atomic_load_n(&dropped, __ATOMIC_ACQUIRE)) usleep(1000);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), 0);
+    pthread_join(r.thread, NULL);
+    CHECK_EQ(r.result, -EPERM);
+    CHECK_EQ(r.policy_after, SCHED_OTHER);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    printf("SCHED_FIFO taken and given back by a running loop, and refused at its next pass\n");
+}
+
 static void test_thread_settings(void) {
     in_child(slack_while_running, "the timer slack");
     in_child(realtime_refused, "a refused priority");
     in_child(realtime_granted_then_lost, "a granted, then lost, priority");
+    in_child(realtime_while_running, "a priority set while the loop runs");
 }
 
 static const test_case tests[] = {

@@ -1,6 +1,12 @@
 import Testing
 import TimerKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 // Precise timers and a loop's precision: exact on a manual loop, never early
 // and fired on a real one, the spin's cost in the statistics, and every bad
 // setting refused without changing what is in force. (The refusal of a
@@ -144,4 +150,57 @@ struct PrecisionTests {
         #expect(statistics.spins <= statistics.fired)
         #expect(statistics.spinTime > .zero)
     }
+
+    @Test("a loop running on its own thread takes a real-time priority at its next pass, and gives it back")
+    func priorityOnRunningLoop() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        #expect(try policyOfLoopThread(loop) == (SCHED_OTHER, 0))
+        let permitted = mayRunFIFO(priority: 10)
+        do {
+            try loop.setPrecision(LoopPrecision(realtimePriority: 10))
+            #expect(permitted)
+            #expect(try policyOfLoopThread(loop) == (SCHED_FIFO, 10))
+            try loop.setPrecision(LoopPrecision())
+            #expect(try policyOfLoopThread(loop) == (SCHED_OTHER, 0))
+        } catch TimerError.realtimePriorityNotPermitted {
+            // Refused, and said so: the kernel refuses this process too.
+            #expect(!permitted)
+            #expect(loop.precision.realtimePriority == nil)
+        }
+        #expect(loop.failure == nil)
+    }
+}
+
+/// The policy and priority of the thread running `loop`, read by an action.
+private func policyOfLoopThread(_ loop: TimerLoop) throws -> (Int32, Int32) {
+    let seen = Locked<(Int32, Int32)?>(nil)
+    try loop.schedule(after: .zero) { _, _ in
+        var policy: Int32 = -1
+        var param = sched_param()
+        pthread_getschedparam(pthread_self(), &policy, &param)
+        seen.withLock { $0 = (policy, param.sched_priority) }
+    }
+    for _ in 0..<5_000 {
+        if let value = seen.value { return value }
+        usleep(1_000)
+    }
+    Issue.record("the loop's thread did not run the action")
+    return (-1, -1)
+}
+
+/// Whether this process may start a thread at `SCHED_FIFO` `priority`,
+/// asked of the kernel directly.
+private func mayRunFIFO(priority: Int32) -> Bool {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    var param = sched_param(sched_priority: priority)
+    pthread_attr_setinheritsched(&attributes, Int32(PTHREAD_EXPLICIT_SCHED))
+    pthread_attr_setschedpolicy(&attributes, SCHED_FIFO)
+    pthread_attr_setschedparam(&attributes, &param)
+    var thread = pthread_t()
+    guard pthread_create(&thread, &attributes, { _ in nil }, nil) == 0 else { return false }
+    pthread_join(thread, nil)
+    return true
 }
