@@ -390,10 +390,13 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * A precise timer (TK_TIMER_PRECISE) wakes the loop its margin early (see
  * tk_loop_set_precision); the pass fires what is due, and then, if a precise
  * timer of the mode is due within the margin, spins on the clock with no
- * lock held until its deadline and fires it in the next pass. The pass after
- * a spin polls the descriptors before any further spin, so a run of precise
- * timers does not starve them. TK_RUN_NOWAIT never spins, and no spin goes
- * past the run's `deadline_ns`.
+ * lock held until its deadline and fires it in the next pass. A stop, a
+ * wake-up, or a timer due earlier scheduled by another thread ends a spin
+ * early; ready descriptors wait for it to end (at most the margin). The pass
+ * after a spin polls the descriptors before any further spin, so a run of
+ * precise timers does not starve them. TK_RUN_NOWAIT never spins, and no
+ * spin goes past the run's `deadline_ns`: a run that ends within the margin
+ * spins to its end.
  *
  * Returns a tk_run_result, -EINVAL for a NULL loop or a `mode` that is not
  * one mode (several, or TK_MODES_INVALID),
@@ -551,7 +554,8 @@ int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision);
 
 /**
  * Copies the loop's precision settings into `*precision` (the margin in
- * force, never 0). 0 or -EINVAL.
+ * force, never 0). Returns 1 if tk_loop_set_precision set them (the thread
+ * settings are on), 0 if they are the default, or -EINVAL.
  */
 int tk_loop_get_precision(tk_loop *loop, tk_precision *precision);
 

@@ -45,10 +45,6 @@ _Static_assert(TK_IO_HANGUP == EPOLLHUP, "TK_IO_HANGUP mirrors EPOLLHUP");
 #define INTERNAL_TAG (UINT64_C(1) << 63)
 #define WAKE_INDEX TK_CLOCK_COUNT
 
-/* How many heap nodes a real loop's wake-up search may visit (see
- * tk__timers_wake_target); manual loops search exactly. */
-#define WAKE_SEARCH_LIMIT 1024
-
 /* How far in the future a timerfd kept only to see wall-clock steps is armed. */
 #define FAR_FUTURE (INT64_MAX - 1)
 
@@ -203,7 +199,13 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
 }
 
 void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target) {
-    if (!loop->sleeping || !(modes & TK_MODES(loop->mode))) return;
+    if (!(modes & TK_MODES(loop->mode))) return;
+    if (loop->spinning) {
+        /* Due before the spin ends: end the spin, so the run plans again. */
+        if (clock == loop->spin_clock && target < loop->spin_deadline) (void)tk__loop_kick(loop);
+        return;
+    }
+    if (!loop->sleeping) return;
     if (loop->manual) {
         /* No timerfd: the run sleeping on fds plans again after a wake-up. */
         (void)tk__loop_kick(loop);
@@ -332,7 +334,7 @@ static int plan_wait(tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], int64_t u
     *timeout_ms = (loop->parked_modes & TK_MODES(loop->mode)) ? 0 : -1;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, loop->mode,
-                                                loop->manual ? 0 : WAKE_SEARCH_LIMIT);
+                                                loop->manual ? 0 : TK__WAKE_SEARCH_LIMIT, NULL);
         if (clock == TK_CLOCK_MONOTONIC && until_ns < target) target = until_ns;
         if (target != INT64_MAX && target <= now[clock]) {
             *timeout_ms = 0;
@@ -480,6 +482,11 @@ int tk_loop_run(tk_loop *loop, tk_mode_set modes, int64_t deadline_ns, uint32_t 
 }
 
 int tk__loop_kick(tk_loop *loop) {
+    if (loop->spinning) {
+        /* The spinning thread looks at this flag between clock readings. */
+        __atomic_store_n(&loop->spin_interrupt, 1, __ATOMIC_RELEASE);
+        return 0;
+    }
     if (!loop->sleeping) return 0;
     uint64_t one = 1;
     for (;;) {

@@ -90,6 +90,10 @@ struct tk_loop {
     int stop_requested;
     int wakeup_requested;
     int sleeping;      /* the running thread is in epoll_wait */
+    int spinning;      /* ... or spinning for a precise timer (precision.c) */
+    tk_clock spin_clock;   /* while spinning: until `spin_clock` reads */
+    int64_t spin_deadline; /* `spin_deadline` */
+    int spin_interrupt;    /* set (atomically) to end a spin early */
 
     /* The kernel side (real loops; manual loops use epoll for fds only). */
     int epoll_fd;
@@ -117,7 +121,7 @@ struct tk_loop {
 
     /* Precise timers: how many are scheduled or parked, and how they are
      * served (see tk_loop_set_precision). */
-    uint32_t precise_timers;
+    uint32_t precise_timers[TK_CLOCK_COUNT];
     int64_t precision_margin;
     int precision_priority;
     int precision_thread;  /* tune the running thread (tk_loop_set_precision) */
@@ -133,6 +137,10 @@ struct tk_loop {
 
     tk_loop_stats stats;
 };
+
+/* How many heap nodes a real loop's wake-up search may visit (see
+ * tk__timers_wake_target); manual loops search exactly. */
+#define TK__WAKE_SEARCH_LIMIT 1024
 
 /* timerfd state: not armed / armed for "never" (kept only to see clock steps). */
 #define TK__DISARMED INT64_MIN
@@ -158,21 +166,16 @@ TK__INTERNAL int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode,
                                          const int64_t now[TK_CLOCK_COUNT], int stoppable);
 
 /*
- * The earliest (deadline + leeway) on `clock` among the timers of `mode`, or
- * INT64_MAX if none. `visit_limit` (0: none) bounds the search; past it the
+ * The earliest wake-up target on `clock` among the timers of `mode`: a
+ * timer's deadline + leeway, or, for a precise timer on a real loop, its
+ * deadline less the margin; INT64_MAX if none. If the target is a precise
+ * timer's, `*precise_deadline` (unless NULL) gets that timer's deadline, and
+ * INT64_MAX otherwise. `visit_limit` (0: none) bounds the search; past it the
  * result may be earlier than the exact answer, which only costs a wake-up.
  */
 TK__INTERNAL int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock,
-                                            unsigned mode, uint32_t visit_limit);
-
-/*
- * The earliest deadline on `clock` among precise timers of `mode` that are
- * due by `horizon`, or INT64_MAX if none (or none found within
- * `visit_limit` heap nodes).
- */
-TK__INTERNAL int64_t tk__timers_next_precise(const tk_loop *loop, tk_clock clock,
-                                             unsigned mode, int64_t horizon,
-                                             uint32_t visit_limit);
+                                            unsigned mode, uint32_t visit_limit,
+                                            int64_t *precise_deadline);
 
 /* Whether a timer of `mode` is parked (due, waiting for a pass in one of its
  * modes). Makes parked_modes exact when it has to look. */

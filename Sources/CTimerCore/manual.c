@@ -24,7 +24,7 @@ static int64_t next_wakeup_in(tk_loop *loop, unsigned mode) {
      * their wake-up is now. */
     int64_t soonest = tk__timers_parked_in(loop, mode) ? 0 : INT64_MAX;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
-        int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0);
+        int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0, NULL);
         if (target == INT64_MAX) continue;
         int64_t in = tk__sub_sat(target, loop->manual_now[clock]);
         if (in < soonest) soonest = in;

@@ -7,7 +7,10 @@
  * margin. After the pass that follows, run_passes (loop.c) calls
  * tk__precision_spin, which, if a precise timer of the mode is due within the
  * margin, reads the clock in a tight loop, with the loop's lock dropped, until
- * the deadline; the next pass fires it. The time spent spinning, on the
+ * the deadline; the next pass fires it. Both ask tk__timers_wake_target the
+ * same question, so they agree on which precise timer is within its margin.
+ * A kick (tk__loop_kick: a stop, a wake-up, an earlier timer) ends a spin
+ * early through an atomic flag. The time spent spinning, on the
  * monotonic clock, is counted in the loop's statistics, since that is what
  * the precision costs: the thread holds a CPU throughout (unless the kernel
  * preempts it). The CPU-time clock would say the same at the price of a
@@ -29,9 +32,6 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
-
-/* How many heap nodes the search for the next precise deadline may visit. */
-#define SPIN_SEARCH_LIMIT 1024
 
 /* SCHED_FIFO priorities Linux accepts. */
 #define MIN_FIFO_PRIORITY 1
@@ -91,8 +91,9 @@ int tk_loop_get_precision(tk_loop *loop, tk_precision *precision) {
         .margin_ns = loop->precision_margin,
         .realtime_priority = loop->precision_priority,
     };
+    int set = loop->precision_thread;
     pthread_mutex_unlock(&loop->lock);
-    return 0;
+    return set;
 }
 
 /* ---- The running thread -------------------------------------------------------- */
@@ -174,43 +175,62 @@ static inline void cpu_relax(void) {
 }
 
 int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns) {
-    if (loop->manual || loop->precise_timers == 0) return 0;
-    int64_t margin = loop->precision_margin;
+    if (loop->manual || loop->stop_requested || loop->wakeup_requested) return 0;
+    /* The same search as the wake-up plan's (plan_wait, loop.c), so that the
+     * two agree: a precise target that plan_wait would find passed is one
+     * this spins for, and the run never polls its way to a deadline. */
     int chosen = -1;
     int64_t deadline = 0;
     int64_t wait = INT64_MAX;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
-        if (loop->clock_timers[clock] == 0) continue;
+        if (loop->precise_timers[clock] == 0) continue;
+        int64_t precise;
+        int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode,
+                                                TK__WAKE_SEARCH_LIMIT, &precise);
+        if (precise == INT64_MAX) continue;
         int64_t now = tk__clock_read((tk_clock)clock);
-        int64_t next = tk__timers_next_precise(loop, (tk_clock)clock, mode,
-                                               tk__add_sat(now, margin), SPIN_SEARCH_LIMIT);
-        if (next == INT64_MAX) continue;
-        if (next <= now) return 0; /* due already: the next pass fires it */
-        if (next - now < wait) {
+        if (target > now) continue; /* not within the margin yet */
+        if (precise <= now) return 0; /* due already: the next pass fires it */
+        if (precise - now < wait) {
             chosen = clock;
-            deadline = next;
-            wait = next - now;
+            deadline = precise;
+            wait = precise - now;
         }
     }
     if (chosen < 0) return 0;
+    tk_clock clock = (tk_clock)chosen;
     int64_t start = tk__clock_read(TK_CLOCK_MONOTONIC);
-    if (tk__add_sat(start, wait) > until_ns) return 0; /* the run ends first */
+    if (tk__add_sat(start, wait) > until_ns) {
+        /* The run ends first: spin to its end instead (it is within the
+         * margin), after which it returns. */
+        clock = TK_CLOCK_MONOTONIC;
+        deadline = until_ns;
+    }
     /* A wall clock stepped back mid-spin must not hold the thread: no spin
      * lasts longer than the margin on the monotonic clock. */
-    int64_t give_up = tk__add_sat(start, margin);
-    tk_clock clock = (tk_clock)chosen;
+    int64_t give_up = tk__add_sat(start, loop->precision_margin);
+    loop->spinning = 1;
+    loop->spin_clock = clock;
+    loop->spin_deadline = deadline;
+    __atomic_store_n(&loop->spin_interrupt, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&loop->lock);
+    /* tk__loop_kick (a stop, a wake-up, an earlier timer) ends it early. */
     int64_t end;
     if (clock == TK_CLOCK_MONOTONIC) {
-        while ((end = tk__clock_read(clock)) < deadline) cpu_relax();
+        while ((end = tk__clock_read(clock)) < deadline &&
+               !__atomic_load_n(&loop->spin_interrupt, __ATOMIC_ACQUIRE)) {
+            cpu_relax();
+        }
     } else {
         while (tk__clock_read(clock) < deadline &&
-               (end = tk__clock_read(TK_CLOCK_MONOTONIC)) < give_up) {
+               (end = tk__clock_read(TK_CLOCK_MONOTONIC)) < give_up &&
+               !__atomic_load_n(&loop->spin_interrupt, __ATOMIC_ACQUIRE)) {
             cpu_relax();
         }
         end = tk__clock_read(TK_CLOCK_MONOTONIC);
     }
     pthread_mutex_lock(&loop->lock);
+    loop->spinning = 0;
     loop->stats.spins++;
     if (end > start) loop->stats.spin_ns += (uint64_t)(end - start);
     return 1;

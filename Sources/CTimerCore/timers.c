@@ -140,7 +140,7 @@ static void release_context(tk_loop *loop, tk_timer_fn fn, void *context) {
 static void count_in(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending++;
     loop->clock_timers[timer->clock]++;
-    if (timer->leeway == TK__PRECISE) loop->precise_timers++;
+    if (timer->leeway == TK__PRECISE) loop->precise_timers[timer->clock]++;
     for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]++;
     }
@@ -149,7 +149,7 @@ static void count_in(tk_loop *loop, const tk__timer *timer) {
 static void count_out(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending--;
     loop->clock_timers[timer->clock]--;
-    if (timer->leeway == TK__PRECISE) loop->precise_timers--;
+    if (timer->leeway == TK__PRECISE) loop->precise_timers[timer->clock]--;
     for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]--;
     }
@@ -635,47 +635,60 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
 /* ---- The wake-up target ------------------------------------------------- */
 
 int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
-                               uint32_t visit_limit) {
+                               uint32_t visit_limit, int64_t *precise_deadline) {
     const tk__heap *heap = &loop->heaps[clock];
+    int64_t best = INT64_MAX;
+    int64_t best_precise = INT64_MAX; /* the deadline of the precise timer giving `best` */
+    if (precise_deadline != NULL) *precise_deadline = INT64_MAX;
     if (heap->count == 0) return INT64_MAX;
     const tk__heap_entry *entries = heap->entries;
     tk_mode_set bit = TK_MODES(mode);
 
-    /* A precise timer's target is its deadline less the margin, so while
-     * any is pending a subtree is pruned by its root deadline less that. */
-    int64_t reach = loop->precise_timers > 0 && !loop->manual ? loop->precision_margin : 0;
+    /* A precise timer's target is its deadline less the margin, so while one
+     * is pending on this clock a subtree is pruned by its root deadline less
+     * that. */
+    int64_t reach = loop->precise_timers[clock] > 0 && !loop->manual ? loop->precision_margin : 0;
 
     /*
      * Depth-first over the heap, pruning every subtree whose root deadline
      * (less `reach`) is already no earlier than the best target: its timers'
-     * targets (deadline + leeway, or deadline - margin) cannot be earlier. What is visited is, in the main,
-     * the timers that will fire at the wake-up being chosen, so the search
-     * costs about as much as the firing it plans. A 4-ary heap of at most
-     * 2^32 entries is 16 levels deep, and the stack holds at most three
-     * siblings per level plus the children of the node being expanded.
+     * targets (deadline + leeway, or deadline - margin) cannot be earlier.
+     * What is visited is, in the main, the timers that will fire at the
+     * wake-up being chosen, so the search costs about as much as the firing
+     * it plans. A 4-ary heap of at most 2^32 entries is 16 levels deep, and
+     * the stack holds at most three siblings per level plus the children of
+     * the node being expanded.
      */
     uint32_t stack[4 * 17];
     uint32_t depth = 0;
     uint32_t visits = 0;
-    int64_t best = INT64_MAX;
     stack[depth++] = 0;
     while (depth > 0) {
         uint32_t index = stack[--depth];
         const tk__heap_entry *entry = &entries[index];
-        int64_t earliest = tk__sub_sat(entry->deadline, reach);
-        if (earliest >= best) continue;
+        if (tk__sub_sat(entry->deadline, reach) >= best) continue;
         if (visit_limit && ++visits > visit_limit) {
-            /* Give up on precision: wake at this deadline at the latest. */
-            best = earliest;
+            /* Give up on exactness: wake at this deadline at the latest.
+             * (Not its deadline less the margin: at that wake-up nothing
+             * might be due, and the same search would plan it again. A
+             * precise timer beyond the search may then start its spin late.) */
+            if (entry->deadline < best) {
+                best = entry->deadline;
+                best_precise = INT64_MAX;
+            }
             continue;
         }
         const tk__timer *timer = &loop->timers[entry->slot];
         if (timer->modes & bit) {
+            int64_t leeway = timer->leeway;
             /* A precise timer whose callback runs (this is a nested run)
              * will be set aside when due, not fired: no early wake-up. */
-            int64_t leeway = timer->callbacks > 0 && timer->leeway == TK__PRECISE ? 0 : timer->leeway;
+            if (leeway == TK__PRECISE && timer->callbacks > 0) leeway = 0;
             int64_t target = wake_time(loop, entry->deadline, leeway);
-            if (target < best) best = target;
+            if (target < best) {
+                best = target;
+                best_precise = leeway == TK__PRECISE && !loop->manual ? entry->deadline : INT64_MAX;
+            }
         }
         uint64_t first = (uint64_t)index * TK__HEAP_ARITY + 1;
         for (uint64_t child = first; child < first + TK__HEAP_ARITY && child < heap->count;
@@ -683,34 +696,6 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
             if (tk__sub_sat(entries[child].deadline, reach) < best) stack[depth++] = (uint32_t)child;
         }
     }
-    return best;
-}
-
-int64_t tk__timers_next_precise(const tk_loop *loop, tk_clock clock, unsigned mode,
-                                int64_t horizon, uint32_t visit_limit) {
-    const tk__heap *heap = &loop->heaps[clock];
-    const tk__heap_entry *entries = heap->entries;
-    tk_mode_set bit = TK_MODES(mode);
-    /* The same search as above, over the subtrees due by `horizon`. */
-    uint32_t stack[4 * 17];
-    uint32_t depth = 0;
-    uint32_t visits = 0;
-    int64_t best = INT64_MAX;
-    if (heap->count > 0) stack[depth++] = 0;
-    while (depth > 0) {
-        uint32_t index = stack[--depth];
-        const tk__heap_entry *entry = &entries[index];
-        if (entry->deadline > horizon || entry->deadline >= best) continue;
-        if (visit_limit && ++visits > visit_limit) break;
-        const tk__timer *timer = &loop->timers[entry->slot];
-        if (timer->leeway == TK__PRECISE && (timer->modes & bit) && timer->callbacks == 0) {
-            best = entry->deadline;
-        }
-        uint64_t first = (uint64_t)index * TK__HEAP_ARITY + 1;
-        for (uint64_t child = first; child < first + TK__HEAP_ARITY && child < heap->count;
-             child++) {
-            stack[depth++] = (uint32_t)child;
-        }
-    }
+    if (precise_deadline != NULL) *precise_deadline = best_precise;
     return best;
 }

@@ -15,8 +15,9 @@ public struct LoopStatistics: Sendable, Hashable {
     /// Spins made to meet precise timers' deadlines (see
     /// ``AnyLoopTimer/setPrecise(_:)``).
     public var spins: UInt64
-    /// The loop thread's CPU time spent in those spins: what precise timers
-    /// cost.
+    /// The time spent in those spins, on the monotonic clock: what precise
+    /// timers cost in CPU time, since a spinning thread holds its CPU
+    /// throughout (unless the kernel preempts it).
     public var spinTime: Duration
 
     init(_ stats: tk_loop_stats) {

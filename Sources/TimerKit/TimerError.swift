@@ -57,8 +57,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case unbalancedResume
     /// A ``QueueTimer`` was cancelled; a cancelled timer cannot be scheduled.
     case cancelled
-    /// A ``LoopPrecision`` out of range: a margin not in (0, 100 ms], or a
-    /// real-time priority not in 1...99.
+    /// A ``LoopPrecision`` out of range: a margin below 1 ns or above
+    /// 100 ms, or a real-time priority not in 1...99.
     case invalidPrecision(LoopPrecision)
     /// The process may not run a thread at the `SCHED_FIFO` priority a
     /// ``LoopPrecision`` asks for: it needs `CAP_SYS_NICE`, or an
@@ -123,7 +123,7 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .cancelled:
             "the queue timer was cancelled and cannot be scheduled"
         case .invalidPrecision(let precision):
-            "not a loop precision: \(precision) (the margin must be in (0, 100 ms], a real-time priority in 1...99)"
+            "not a loop precision: \(precision) (the margin must be from 1 ns to 100 ms, a real-time priority in 1...99)"
         case .realtimePriorityNotPermitted:
             "the process may not run a thread at that SCHED_FIFO priority (it needs CAP_SYS_NICE or a high enough RLIMIT_RTPRIO)"
         case .system(let failure):

@@ -1,13 +1,16 @@
 import CTimerCore
 
 extension TimerLoop {
-    /// How this loop serves its precise timers.
+    /// The precision set by ``setPrecision(_:)``, or `nil` if none is: the
+    /// loop then serves precise timers with ``LoopPrecision/defaultMargin``
+    /// and leaves its thread's settings alone.
     ///
     /// The corresponding C function is `tk_loop_get_precision`.
-    public var precision: LoopPrecision {
+    public var precision: LoopPrecision? {
         var settings = tk_precision()
-        SystemError.expectSuccess(tk_loop_get_precision(handle, &settings), "tk_loop_get_precision")
-        return LoopPrecision(settings)
+        let set = tk_loop_get_precision(handle, &settings)
+        SystemError.expectSuccess(set, "tk_loop_get_precision")
+        return set == 1 ? LoopPrecision(settings) : nil
     }
 
     /// Sets how this loop serves precise timers, and turns on the settings of

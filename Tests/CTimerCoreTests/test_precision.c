@@ -82,13 +82,13 @@ static void test_bad_input(void) {
     CHECK_EQ(tk_loop_get_precision(NULL, &wanted), -EINVAL);
     CHECK_EQ(tk_loop_get_precision(loop, NULL), -EINVAL);
     tk_precision got;
-    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 1); /* set */
     CHECK_EQ(got.margin_ns, 300 * US);
     CHECK_EQ(got.realtime_priority, 0);
 
-    /* Zero and NULL mean the default margin. */
+    /* Zero and NULL mean the default margin; NULL, no settings at all. */
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
-    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 1);
     CHECK_EQ(got.margin_ns, TK_PRECISION_DEFAULT_MARGIN_NS);
     CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
     CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
@@ -333,6 +333,123 @@ static void test_no_starving(void) {
     close(fds[1]);
 }
 
+/* ---- No polling: the wake-up plan and the spin agree ---------------------------- */
+
+static int g_fired;
+
+static void count_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+    g_fired++;
+}
+
+/* A run that ends inside a precise timer's margin, before its deadline,
+ * spins to its end rather than polling epoll until then, and does not fire
+ * the timer. */
+static void test_run_ends_within_margin(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 50 * MS}), 0);
+    for (int flags = 0; flags <= (int)TK_RUN_ONCE; flags += (int)TK_RUN_ONCE) {
+        g_fired = 0;
+        tk_timer_id id;
+        int64_t now = now_on(TK_CLOCK_MONOTONIC);
+        tk_timer_spec later = {.deadline_ns = now + 100 * MS,
+                               .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+        CHECK_EQ(tk_loop_schedule(loop, &later, count_fire, NULL, &id), 0);
+        tk_loop_stats before, after;
+        CHECK_EQ(tk_loop_get_stats(loop, &before), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, now + 80 * MS, (uint32_t)flags), TK_RUN_TIMED_OUT);
+        CHECK_EQ(tk_loop_get_stats(loop, &after), 0);
+        CHECK_GE(now_on(TK_CLOCK_MONOTONIC), now + 80 * MS);
+        CHECK_EQ(g_fired, 0);
+        /* One wake-up at the margin, a spin to the run's end; polling would
+         * make tens of thousands. */
+        CHECK_LE(after.wakeups - before.wakeups, 20);
+        CHECK_EQ(tk_loop_cancel(loop, id), 0);
+    }
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* A wake-up search that gives up (over 1,024 timers outside the mode due
+ * first) wakes at a deadline, not a margin before it, where nothing would
+ * be due and the same search would plan the same wake-up again. */
+static void test_search_limit(void) {
+    for (int clock = 0; clock < 2; clock++) {
+        tk_loop *loop;
+        CHECK_EQ(tk_loop_create(&loop), 0);
+        CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 20 * MS}), 0);
+        tk_timer_id id;
+        int64_t now = now_on(TK_CLOCK_MONOTONIC);
+        for (int i = 0; i < 2000; i++) {
+            tk_timer_spec other_mode = {.deadline_ns = now + 100 * MS + i, .flags = TK_TIMER_ABSOLUTE};
+            CHECK_EQ(tk_loop_schedule(loop, &other_mode, count_fire, NULL, &id), 0);
+        }
+        /* A precise timer an hour away, on the same clock or another. */
+        tk_timer_spec far = {.clock = clock == 0 ? TK_CLOCK_MONOTONIC : TK_CLOCK_BOOTTIME,
+                             .delay_ns = 3600 * INT64_C(1000000000), .flags = TK_TIMER_PRECISE};
+        CHECK_EQ(tk_loop_schedule(loop, &far, count_fire, NULL, &id), 0);
+        g_fired = 0;
+        CHECK_EQ(tk_loop_run(loop, TK_MODES(1), now + 200 * MS, 0), TK_RUN_TIMED_OUT);
+        tk_loop_stats stats;
+        CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+        CHECK_EQ(g_fired, 0);
+        CHECK_LE(stats.wakeups, 20);
+        CHECK_EQ(stats.spins, 0);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+}
+
+/* A stop or a wake-up from another thread ends a spin early: the wake-up
+ * handler runs after one spin has ended and before the timer it was for
+ * fires. The wake-up is sent 30 ms into a 100 ms margin; a machine that
+ * stalls the sender past the deadline makes a round inconclusive, so up to
+ * five rounds are tried and one must show it. */
+typedef struct interrupted {
+    tk_loop *loop;
+    int fired;
+    int handler_saw_spin_before_fire;
+} interrupted;
+
+static void on_wakeup(tk_loop *loop, void *context) {
+    interrupted *x = context;
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    if (stats.spins >= 1 && !x->fired) x->handler_saw_spin_before_fire = 1;
+}
+
+static void fired_then_stop(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    ((interrupted *)context)->fired = 1;
+    CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+static void *wake_later(void *context) {
+    usleep(130000);
+    CHECK_EQ(tk_loop_wakeup(((interrupted *)context)->loop), 0);
+    return NULL;
+}
+
+static void test_spin_interrupted(void) {
+    int shown = 0;
+    for (int round = 0; round < 5 && !shown; round++) {
+        interrupted x = {0};
+        CHECK_EQ(tk_loop_create(&x.loop), 0);
+        CHECK_EQ(tk_loop_set_precision(x.loop, &(tk_precision){.margin_ns = 100 * MS}), 0);
+        CHECK_EQ(tk_loop_set_wakeup_handler(x.loop, on_wakeup, &x), 0);
+        tk_timer_id id;
+        tk_timer_spec at = {.delay_ns = 200 * MS, .flags = TK_TIMER_PRECISE};
+        CHECK_EQ(tk_loop_schedule(x.loop, &at, fired_then_stop, &x, &id), 0);
+        pthread_t waker;
+        CHECK_EQ(pthread_create(&waker, NULL, wake_later, &x), 0);
+        CHECK_EQ(tk_loop_run(x.loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+        pthread_join(waker, NULL);
+        CHECK_EQ(x.fired, 1);
+        shown = x.handler_saw_spin_before_fire;
+        CHECK_EQ(tk_loop_destroy(x.loop), 0);
+    }
+    CHECK(shown);
+}
+
 /* ---- A nested run inside a precise timer's callback --------------------------- */
 
 typedef struct nesting {
@@ -548,7 +665,7 @@ static void realtime_refused(void) {
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.margin_ns = 123 * US}), 0);
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
     tk_precision got;
-    CHECK_EQ(tk_loop_get_precision(loop, &got), 0);
+    CHECK_EQ(tk_loop_get_precision(loop, &got), 1);
     CHECK_EQ(got.margin_ns, 123 * US); /* unchanged */
     CHECK_EQ(got.realtime_priority, 0);
     CHECK_EQ(tk_loop_destroy(loop), 0);
@@ -659,6 +776,9 @@ static const test_case tests[] = {
     {"real_never_early", test_real_never_early, 120},
     {"no_starving", test_no_starving, 120},
     {"nested_run", test_nested_run, 60},
+    {"run_ends_within_margin", test_run_ends_within_margin, 60},
+    {"search_limit", test_search_limit, 60},
+    {"spin_interrupted", test_spin_interrupted, 60},
     {"thread_settings", test_thread_settings, 120},
 };
 

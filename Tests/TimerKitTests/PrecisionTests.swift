@@ -68,8 +68,7 @@ struct PrecisionTests {
     @Test("bad precision settings are refused, and the settings in force stay")
     func badSettings() throws {
         let loop = try TimerLoop()
-        #expect(loop.precision == LoopPrecision())
-        #expect(loop.precision.margin == LoopPrecision.defaultMargin)
+        #expect(loop.precision == nil)
         let kept = LoopPrecision(margin: .microseconds(350))
         try loop.setPrecision(kept)
         let bad = [
@@ -87,9 +86,12 @@ struct PrecisionTests {
             #expect(loop.precision == kept)
         }
         try loop.setPrecision(LoopPrecision(margin: LoopPrecision.maximumMargin))
-        #expect(loop.precision.margin == LoopPrecision.maximumMargin)
-        try loop.setPrecision(nil)
+        #expect(loop.precision?.margin == LoopPrecision.maximumMargin)
+        try loop.setPrecision(LoopPrecision())
         #expect(loop.precision == LoopPrecision())
+        #expect(loop.precision?.margin == LoopPrecision.defaultMargin)
+        try loop.setPrecision(nil)
+        #expect(loop.precision == nil)
         #expect(String(describing: kept) == "margin 0.00035 seconds, no real-time priority")
     }
 
@@ -108,14 +110,13 @@ struct PrecisionTests {
         let loop = try TimerLoop()
         try loop.setPrecision(LoopPrecision(margin: .milliseconds(3)))
         let period = Duration.milliseconds(4)
-        let start = MonotonicClock.now
         let count = 30
         let early = Locked(0)
         let fired = Locked(0)
-        // Deadlines: start + k * period, for k = 1, 2, ...; skipped ones are
-        // counted in `missed`.
-        let next = Locked(start + period)
-        try loop.schedulePrecise(after: period, repeating: period) { timer, missed in
+        // Deadlines: the first fire date, then every period; skipped ones are
+        // counted in `missed`. Set before the loop runs.
+        let next = Locked(MonotonicClock.Instant(offset: .zero))
+        let repeating = try loop.schedulePrecise(after: period, repeating: period) { timer, missed in
             let now = MonotonicClock.now
             let due = next.withLock { deadline -> MonotonicClock.Instant in
                 deadline = deadline + period * Int(missed)
@@ -129,6 +130,7 @@ struct PrecisionTests {
                 loop.stop()
             }
         }
+        next.withLock { $0 = repeating.fireDate! }
         // One-shots on the boot clock, also precise.
         let boot = Locked(0)
         for offset in [5, 17, 33, 61] {
@@ -166,7 +168,7 @@ struct PrecisionTests {
         } catch TimerError.realtimePriorityNotPermitted {
             // Refused, and said so: the kernel refuses this process too.
             #expect(!permitted)
-            #expect(loop.precision.realtimePriority == nil)
+            #expect(loop.precision == nil)
         }
         #expect(loop.failure == nil)
     }
