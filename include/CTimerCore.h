@@ -215,7 +215,10 @@ typedef struct tk_timer_spec {
  * margin, and the real-time priority the loop's thread may ask for, are the
  * loop's: see tk_loop_set_precision. A precise timer has no leeway (a
  * non-zero `leeway_ns` is -EINVAL). On a manual loop it is a timer with no
- * leeway: manual time never needs a spin.
+ * leeway: manual time never needs a spin. The loop's search for its next
+ * wake-up looks at up to 1,024 timers; with more than that on the clock
+ * coming due earlier outside the running mode, a precise timer behind them
+ * may be woken for late, and fire late by up to the margin (never early).
  */
 #define TK_TIMER_PRECISE 0x2u
 

@@ -198,11 +198,18 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
     return 0;
 }
 
-void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target) {
+void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes, int64_t target,
+                          int64_t due_by) {
     if (!(modes & TK_MODES(loop->mode))) return;
     if (loop->spinning) {
-        /* Due before the spin ends: end the spin, so the run plans again. */
-        if (clock == loop->spin_clock && target < loop->spin_deadline) (void)tk__loop_kick(loop);
+        /* Due before the spin ends: end the spin, so the run plans again.
+         * Across clocks, what is compared is how far off each is now. */
+        int64_t before = clock == loop->spin_clock
+                             ? tk__sub_sat(loop->spin_deadline, due_by)
+                             : tk__sub_sat(tk__sub_sat(loop->spin_deadline,
+                                                       tk__clock_read(loop->spin_clock)),
+                                           tk__sub_sat(due_by, tk__clock_read(clock)));
+        if (before > 0) (void)tk__loop_kick(loop);
         return;
     }
     if (!loop->sleeping) return;

@@ -186,10 +186,14 @@ TK__INTERNAL int tk__timers_parked_in(tk_loop *loop, unsigned mode);
 /* Creates the timerfd for `clock` if the loop has none yet. 0 or -errno. */
 TK__INTERNAL int tk__loop_open_clock(tk_loop *loop, tk_clock clock);
 
-/* If the loop is asleep in `mode`'s run and `target` is earlier than what
- * `clock`'s timerfd is armed for, re-arms it. Lock held. */
+/* A timer of `modes` was scheduled on `clock`: the loop must wake for it by
+ * `target` and fire it by `due_by` (its deadline + leeway, or a precise
+ * timer's deadline). If the loop is asleep in a run of one of those modes
+ * and `target` is earlier than what `clock`'s timerfd is armed for, re-arms
+ * it; if it is spinning and `due_by` comes before the spin ends, ends the
+ * spin. Lock held. */
 TK__INTERNAL void tk__loop_note_target(tk_loop *loop, tk_clock clock, tk_mode_set modes,
-                                       int64_t target);
+                                       int64_t target, int64_t due_by);
 
 /* Calls the clock-change function with the lock dropped. */
 TK__INTERNAL void tk__loop_report_clock_change(tk_loop *loop);

@@ -105,6 +105,14 @@ static int tune(tk_loop *loop) {
     int want_slack = loop->precision_thread;
     int want_fifo = loop->precision_thread && loop->precision_priority >= MIN_FIFO_PRIORITY;
     pthread_t self = pthread_self();
+    /* The slack is saved before the policy changes: a real-time thread's
+     * reads as 0. */
+    if (want_slack && !loop->tuned_slack) {
+        int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        if (slack < 0) return -errno;
+        loop->saved_slack = (unsigned long)slack;
+        loop->tuned_slack = 1;
+    }
     if (want_fifo) {
         struct sched_param saved;
         int policy;
@@ -122,13 +130,7 @@ static int tune(tk_loop *loop) {
         (void)pthread_setschedparam(self, loop->saved_policy, &saved);
         loop->tuned_policy = 0;
     }
-    /* After the policy: leaving a real-time policy resets the slack. */
-    if (want_slack && !loop->tuned_slack) {
-        int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-        if (slack < 0) return -errno;
-        loop->saved_slack = (unsigned long)slack;
-        loop->tuned_slack = 1;
-    }
+    /* Set after the policy: leaving a real-time policy resets the slack. */
     if (loop->tuned_slack) {
         unsigned long slack = want_slack ? 1UL : loop->saved_slack;
         if (prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0) < 0) return -errno;

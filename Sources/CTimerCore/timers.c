@@ -254,8 +254,9 @@ static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spe
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
     place(loop, slot, deadline);
-    tk__loop_note_target(loop, spec->clock, timer->modes,
-                         wake_time(loop, deadline, timer->leeway));
+    int64_t due_by = timer->leeway == TK__PRECISE ? deadline : tk__add_sat(deadline, timer->leeway);
+    tk__loop_note_target(loop, spec->clock, timer->modes, wake_time(loop, deadline, timer->leeway),
+                         due_by);
 }
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */

@@ -384,9 +384,11 @@ static void test_search_limit(void) {
             tk_timer_spec other_mode = {.deadline_ns = now + 100 * MS + i, .flags = TK_TIMER_ABSOLUTE};
             CHECK_EQ(tk_loop_schedule(loop, &other_mode, count_fire, NULL, &id), 0);
         }
-        /* A precise timer an hour away, on the same clock or another. */
+        /* A precise timer an hour away, in the run's mode, on the same clock
+         * or another. */
         tk_timer_spec far = {.clock = clock == 0 ? TK_CLOCK_MONOTONIC : TK_CLOCK_BOOTTIME,
-                             .delay_ns = 3600 * INT64_C(1000000000), .flags = TK_TIMER_PRECISE};
+                             .delay_ns = 3600 * INT64_C(1000000000), .modes = TK_MODES(1),
+                             .flags = TK_TIMER_PRECISE};
         CHECK_EQ(tk_loop_schedule(loop, &far, count_fire, NULL, &id), 0);
         g_fired = 0;
         CHECK_EQ(tk_loop_run(loop, TK_MODES(1), now + 200 * MS, 0), TK_RUN_TIMED_OUT);
@@ -399,22 +401,36 @@ static void test_search_limit(void) {
     }
 }
 
-/* A stop or a wake-up from another thread ends a spin early: the wake-up
- * handler runs after one spin has ended and before the timer it was for
- * fires. The wake-up is sent 30 ms into a 100 ms margin; a machine that
- * stalls the sender past the deadline makes a round inconclusive, so up to
- * five rounds are tried and one must show it. */
+/* A stop, a wake-up, or a timer due earlier (on the spin's clock or
+ * another), from another thread, ends a spin early. Shown by order: what
+ * the interruption lets run sees one spin ended, before the precise timer's
+ * deadline (an uninterrupted spin holds the thread until then), and that
+ * timer not yet fired; a stopped run returns before that deadline. The
+ * interruption is sent 30 ms into a 100 ms margin; a machine that stalls
+ * the sender past the deadline makes a round inconclusive, so up to five
+ * rounds are tried and one must show it. */
+enum interruption { BY_WAKEUP, BY_STOP, BY_TIMER_SAME_CLOCK, BY_TIMER_OTHER_CLOCK, INTERRUPTIONS };
+
 typedef struct interrupted {
     tk_loop *loop;
+    enum interruption by;
+    int64_t deadline;  /* the precise timer's, monotonic */
     int fired;
-    int handler_saw_spin_before_fire;
+    int shown;
 } interrupted;
 
-static void on_wakeup(tk_loop *loop, void *context) {
-    interrupted *x = context;
+/* Runs on the loop's thread once the interruption got through. */
+static void interruption_arrived(tk_loop *loop, interrupted *x) {
     tk_loop_stats stats;
     CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
-    if (stats.spins >= 1 && !x->fired) x->handler_saw_spin_before_fire = 1;
+    if (stats.spins >= 1 && !x->fired && now_on(TK_CLOCK_MONOTONIC) < x->deadline) x->shown = 1;
+}
+
+static void on_wakeup(tk_loop *loop, void *context) { interruption_arrived(loop, context); }
+
+static void on_earlier_timer(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    interruption_arrived(loop, context);
 }
 
 static void fired_then_stop(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
@@ -423,31 +439,51 @@ static void fired_then_stop(tk_loop *loop, tk_timer_id id, uint64_t missed, void
     CHECK_EQ(tk_loop_stop(loop), 0);
 }
 
-static void *wake_later(void *context) {
+static void *interrupt_later(void *context) {
+    interrupted *x = context;
     usleep(130000);
-    CHECK_EQ(tk_loop_wakeup(((interrupted *)context)->loop), 0);
+    tk_timer_id id;
+    tk_timer_spec now = {.clock = x->by == BY_TIMER_OTHER_CLOCK ? TK_CLOCK_BOOTTIME : TK_CLOCK_MONOTONIC};
+    switch (x->by) {
+    case BY_WAKEUP: CHECK_EQ(tk_loop_wakeup(x->loop), 0); break;
+    case BY_STOP: CHECK_EQ(tk_loop_stop(x->loop), 0); break;
+    default: CHECK_EQ(tk_loop_schedule(x->loop, &now, on_earlier_timer, x, &id), 0); break;
+    }
     return NULL;
 }
 
 static void test_spin_interrupted(void) {
-    int shown = 0;
-    for (int round = 0; round < 5 && !shown; round++) {
-        interrupted x = {0};
-        CHECK_EQ(tk_loop_create(&x.loop), 0);
-        CHECK_EQ(tk_loop_set_precision(x.loop, &(tk_precision){.margin_ns = 100 * MS}), 0);
-        CHECK_EQ(tk_loop_set_wakeup_handler(x.loop, on_wakeup, &x), 0);
-        tk_timer_id id;
-        tk_timer_spec at = {.delay_ns = 200 * MS, .flags = TK_TIMER_PRECISE};
-        CHECK_EQ(tk_loop_schedule(x.loop, &at, fired_then_stop, &x, &id), 0);
-        pthread_t waker;
-        CHECK_EQ(pthread_create(&waker, NULL, wake_later, &x), 0);
-        CHECK_EQ(tk_loop_run(x.loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
-        pthread_join(waker, NULL);
-        CHECK_EQ(x.fired, 1);
-        shown = x.handler_saw_spin_before_fire;
-        CHECK_EQ(tk_loop_destroy(x.loop), 0);
+    static const char *names[] = {"a wake-up", "a stop", "a timer on the same clock",
+                                  "a timer on another clock"};
+    for (int by = 0; by < INTERRUPTIONS; by++) {
+        int shown = 0;
+        for (int round = 0; round < 5 && !shown; round++) {
+            interrupted x = {.by = (enum interruption)by};
+            CHECK_EQ(tk_loop_create(&x.loop), 0);
+            CHECK_EQ(tk_loop_set_precision(x.loop, &(tk_precision){.margin_ns = 100 * MS}), 0);
+            CHECK_EQ(tk_loop_set_wakeup_handler(x.loop, on_wakeup, &x), 0);
+            tk_timer_id id;
+            x.deadline = now_on(TK_CLOCK_MONOTONIC) + 200 * MS;
+            tk_timer_spec at = {.deadline_ns = x.deadline,
+                                .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+            CHECK_EQ(tk_loop_schedule(x.loop, &at, fired_then_stop, &x, &id), 0);
+            pthread_t sender;
+            CHECK_EQ(pthread_create(&sender, NULL, interrupt_later, &x), 0);
+            CHECK_EQ(tk_loop_run(x.loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+            if (x.by == BY_STOP) {
+                tk_loop_stats stats;
+                CHECK_EQ(tk_loop_get_stats(x.loop, &stats), 0);
+                x.shown = stats.spins >= 1 && !x.fired && now_on(TK_CLOCK_MONOTONIC) < x.deadline;
+            } else {
+                CHECK_EQ(x.fired, 1);
+            }
+            pthread_join(sender, NULL);
+            shown = x.shown;
+            CHECK_EQ(tk_loop_destroy(x.loop), 0);
+        }
+        if (!shown) fprintf(stderr, "a spin was not ended early by %s\n", names[by]);
+        CHECK(shown);
     }
-    CHECK(shown);
 }
 
 /* ---- A nested run inside a precise timer's callback --------------------------- */
@@ -617,7 +653,7 @@ static void in_child(void (*body)(void), const char *what) {
 }
 
 static void slack_while_running(void) {
-    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 12345UL, 0, 0, 0), 0);
     tk_loop *loop;
     CHECK_EQ(tk_loop_create(&loop), 0);
     thread_seen seen = {0};
@@ -626,34 +662,34 @@ static void slack_while_running(void) {
     CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
     /* Without settings, the thread keeps its slack. */
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
-    CHECK_EQ(seen.slack, 50000);
+    CHECK_EQ(seen.slack, 12345);
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
     CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
     CHECK_EQ(seen.slack, 1);
     CHECK_EQ(seen.policy, SCHED_OTHER); /* no priority asked for */
-    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000); /* put back */
+    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 12345); /* put back */
     /* NULL turns the settings off again. */
     CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
     CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
-    CHECK_EQ(seen.slack, 50000);
+    CHECK_EQ(seen.slack, 12345);
 
     /* A loop running on a thread of its own takes a change at its next
      * pass, and puts the thread back when its run returns. */
     running r = {.loop = loop};
     CHECK_EQ(pthread_create(&r.thread, NULL, run_thread, &r), 0);
-    CHECK_EQ(ask_running(loop).slack, 50000); /* inherited from this thread */
+    CHECK_EQ(ask_running(loop).slack, 12345); /* inherited from this thread */
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
     CHECK_EQ(ask_running(loop).slack, 1);
     CHECK_EQ(tk_loop_set_precision(loop, NULL), 0);
-    CHECK_EQ(ask_running(loop).slack, 50000);
+    CHECK_EQ(ask_running(loop).slack, 12345);
     CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){0}), 0);
     CHECK_EQ(ask_running(loop).slack, 1);
     CHECK_EQ(tk_loop_stop(loop), 0);
     pthread_join(r.thread, NULL);
     CHECK_EQ(r.result, TK_RUN_STOPPED);
-    CHECK_EQ(r.slack_after, 50000);
+    CHECK_EQ(r.slack_after, 12345);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
@@ -687,6 +723,7 @@ static void realtime_granted_then_lost(void) {
     thread_seen seen = {0};
     tk_timer_id id;
     tk_timer_spec soon = {.delay_ns = MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 777UL, 0, 0, 0), 0); /* not the default */
     CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_thread, &seen, &id), 0);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
     CHECK_EQ(seen.policy, SCHED_FIFO);
@@ -696,15 +733,16 @@ static void realtime_granted_then_lost(void) {
     struct sched_param param;
     CHECK_EQ(pthread_getschedparam(pthread_self(), &policy, &param), 0);
     CHECK_EQ(policy, SCHED_OTHER); /* put back */
+    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 777); /* and the slack too */
     /* The permission goes; the next run fails before its first pass, and
      * leaves the thread and the timers as they were. */
     CHECK_EQ(lose_realtime(0), 0);
-    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0), 0);
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 12345UL, 0, 0, 0), 0);
     CHECK_EQ(tk_loop_schedule(loop, &(tk_timer_spec){0}, look_at_thread, &seen, &id), 0);
     seen.slack = -1;
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), -EPERM);
     CHECK_EQ(seen.slack, -1); /* nothing fired */
-    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
+    CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 12345);
     tk_loop_stats stats;
     CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
     CHECK_EQ(stats.pending, 1);
@@ -736,6 +774,7 @@ static void realtime_while_running(void) {
     }
     tk_loop *loop;
     CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(prctl(PR_SET_TIMERSLACK, 777UL, 0, 0, 0), 0); /* the loop's thread inherits it */
     running r = {.loop = loop};
     CHECK_EQ(pthread_create(&r.thread, NULL, run_thread, &r), 0);
     CHECK_EQ(ask_running(loop).policy, SCHED_OTHER);
@@ -759,6 +798,7 @@ static void realtime_while_running(void) {
     pthread_join(r.thread, NULL);
     CHECK_EQ(r.result, -EPERM);
     CHECK_EQ(r.policy_after, SCHED_OTHER);
+    CHECK_EQ(r.slack_after, 777);
     CHECK_EQ(tk_loop_destroy(loop), 0);
     printf("SCHED_FIFO taken and given back by a running loop, and refused at its next pass\n");
 }
