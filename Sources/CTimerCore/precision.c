@@ -31,7 +31,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 /* SCHED_FIFO priorities Linux accepts. */
 #define MIN_FIFO_PRIORITY 1

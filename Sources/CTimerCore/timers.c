@@ -242,7 +242,8 @@ static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
  * margin: its time moves to the deadline exactly). */
 static int64_t wake_time(const tk_loop *loop, int64_t deadline, int64_t leeway) {
     if (leeway != TK__PRECISE) return tk__add_sat(deadline, leeway);
-    return loop->manual || deadline == INT64_MAX ? deadline : tk__sub_sat(deadline, loop->precision_margin);
+    if (loop->manual || deadline == INT64_MAX) return deadline;
+    return tk__sub_sat(deadline, loop->precision_margin);
 }
 
 /* Gives a slot the spec's settings and deadline and puts it in its heap,
@@ -254,9 +255,10 @@ static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spe
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
     place(loop, slot, deadline);
-    int64_t due_by = timer->leeway == TK__PRECISE ? deadline : tk__add_sat(deadline, timer->leeway);
-    tk__loop_note_target(loop, spec->clock, timer->modes, wake_time(loop, deadline, timer->leeway),
-                         due_by);
+    int64_t target = wake_time(loop, deadline, timer->leeway);
+    /* It must fire by its deadline + leeway, which is its target, or, precise, by its deadline. */
+    int64_t due_by = timer->leeway == TK__PRECISE ? deadline : target;
+    tk__loop_note_target(loop, spec->clock, timer->modes, target, due_by);
 }
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */

@@ -38,14 +38,14 @@ public struct LoopPrecision: Sendable, Hashable, CustomStringConvertible {
         return "margin \(margin), \(priority)"
     }
 
-    /// The C settings, or `nil` if a value is out of range.
+    /// The C settings, or `nil` for what C would read otherwise: a margin
+    /// under 1 ns (0 is C's "the default") and a priority of 0 (C's "none",
+    /// which is `nil` here). The core checks the ranges.
     var settings: tk_precision? {
-        let attoseconds = margin.attoseconds
-        guard attoseconds >= 1_000_000_000, margin <= Self.maximumMargin else { return nil }
-        if let realtimePriority, !(1...99).contains(realtimePriority) { return nil }
+        guard margin.attoseconds >= 1_000_000_000, realtimePriority != 0 else { return nil }
         return tk_precision(
             margin_ns: margin.saturatingNanoseconds,
-            realtime_priority: CInt(realtimePriority ?? 0), flags: 0)
+            realtime_priority: CInt(clamping: realtimePriority ?? 0), flags: 0)
     }
 
     init(_ settings: tk_precision) {

@@ -63,8 +63,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The process may not run a thread at the `SCHED_FIFO` priority a
     /// ``LoopPrecision`` asks for: it needs `CAP_SYS_NICE`, or an
     /// `RLIMIT_RTPRIO` at least that high. Thrown by
-    /// ``TimerLoop/setPrecision(_:)``, which tries, and by a run that starts
-    /// after the permission went away. Never ignored silently.
+    /// ``TimerLoop/setPrecision(_:)``, which tries, and by a run whose thread
+    /// is refused it when it applies it (the permission went away meanwhile).
+    /// Never ignored silently.
     case realtimePriorityNotPermitted
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the

@@ -1,5 +1,11 @@
 import CTimerCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 extension TimerLoop {
     /// The precision set by ``setPrecision(_:)``, or `nil` if none is: the
     /// loop then serves precise timers with ``LoopPrecision/defaultMargin``
@@ -50,7 +56,9 @@ extension TimerLoop {
             return
         }
         guard var settings = precision.settings else { throw .invalidPrecision(precision) }
-        _ = try TimerError.check(tk_loop_set_precision(handle, &settings), "tk_loop_set_precision")
+        let result = tk_loop_set_precision(handle, &settings)
+        if result == -EINVAL { throw .invalidPrecision(precision) }  // a value out of range
+        _ = try TimerError.check(result, "tk_loop_set_precision")
     }
 
     /// Creates a precise timer on `clock` and schedules it on this loop in
@@ -73,7 +81,7 @@ extension TimerLoop {
     ) throws(TimerError) -> LoopTimer<Clock> {
         let timer = try LoopTimer(after: delay, repeating: interval, clock: clock, action)
         try timer.setPrecise(true)
-        try timer.schedule(on: self, modes: modeSet(mode))
+        try add(timer, forMode: mode)
         return timer
     }
 
