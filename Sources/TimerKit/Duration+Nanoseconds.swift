@@ -16,6 +16,12 @@ extension Duration {
         let divisor: UInt64 = 1_953_125
         let high = UInt64(truncatingIfNeeded: shifted >> 64)
         let low = UInt64(truncatingIfNeeded: shifted)
+        if high == 0 {
+            // Below 2^73 attoseconds (about 2.6 hours), the common case: one
+            // 64-bit division, and a quotient below 2^43.
+            let quotient = Int64(low / divisor)
+            return attoseconds < 0 ? -quotient : quotient
+        }
         let quotientHigh = high / divisor
         let middle = (high % divisor) << 32 | low >> 32        // < 2^53
         let quotientMiddle = middle / divisor                  // < 2^32

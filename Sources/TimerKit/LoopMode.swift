@@ -23,8 +23,13 @@ public struct LoopMode: Hashable, Sendable, ExpressibleByStringLiteral, CustomSt
 
     /// A mode with the given name.
     public init(_ name: String) {
+        self.init(name: name, isDefault: name == "default")
+    }
+
+    /// A mode whose name is known to be ``default`` or not.
+    private init(name: String, isDefault: Bool) {
         self.name = name
-        self.isDefault = name == "default"
+        self.isDefault = isDefault
     }
 
     /// A mode named by a string literal: `let mode: LoopMode = "modal"`.
@@ -42,16 +47,21 @@ public struct LoopMode: Hashable, Sendable, ExpressibleByStringLiteral, CustomSt
         hasher.combine(name)
     }
 
+    // The built-in modes are made where they are used, from literals, rather
+    // than stored: `in mode: LoopMode = .default` is evaluated at every
+    // schedule, and a stored value would cost a one-time-initialisation check
+    // and a copy of its string there.
+
     /// The mode a loop runs in unless told otherwise.
-    public static let `default` = LoopMode("default")
+    public static var `default`: LoopMode { LoopMode(name: "default", isDefault: true) }
 
     /// The mode for interactive tracking (a scroll, a drag).
-    public static let tracking = LoopMode("tracking")
+    public static var tracking: LoopMode { LoopMode(name: "tracking", isDefault: false) }
 
     /// Not a mode but the loop's set of common modes (``default`` and
     /// ``tracking`` unless more are added with ``TimerLoop/addCommonMode(_:)``).
     /// Add timers to it; a loop cannot run in it.
-    public static let common = LoopMode("common")
+    public static var common: LoopMode { LoopMode(name: "common", isDefault: false) }
 
     /// The mode's name.
     public var description: String { name }

@@ -21,10 +21,17 @@ extension TimerLoop {
     }
 
     /// The C mode set for one mode (``LoopMode/common`` standing for the
-    /// common modes).
+    /// common modes). Inlined for ``LoopMode/default``, the mode of most
+    /// schedules; other modes are looked up in the table.
+    @inline(__always)
     func modeSet(_ mode: LoopMode) throws(TimerError) -> tk_mode_set {
         if mode.isDefault { return 1 << TK_MODE_DEFAULT }
-        return try modeTable.withLock { (table) throws(TimerError) in try table.set(of: mode) }
+        return try namedModeSet(mode)
+    }
+
+    @inline(never)
+    private func namedModeSet(_ mode: LoopMode) throws(TimerError) -> tk_mode_set {
+        try modeTable.withLock { (table) throws(TimerError) in try table.set(of: mode) }
     }
 
     /// The C mode set for `modes`.

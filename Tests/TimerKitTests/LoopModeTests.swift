@@ -153,6 +153,23 @@ struct LoopModeTests {
         #expect(LoopMode.common.name == "common")
     }
 
+    @Test("a mode named \"default\", however made, is .default: equal, hashed alike, and served by a .default run")
+    func defaultByName() throws {
+        let named = LoopMode("default")
+        let literal: LoopMode = "default"
+        #expect(named == .default && literal == .default)
+        #expect(Set([LoopMode.default, named, literal, .tracking, "tracking"]).count == 2)
+        let loop = try TimerLoop.manual()
+        let fired = Locked<[String]>([])
+        for (label, mode) in [("named", named), ("literal", literal), ("built-in", LoopMode.default)] {
+            try loop.schedule(after: .seconds(1), in: mode) { _, _ in fired.withLock { $0.append(label) } }
+        }
+        try loop.advance(by: .seconds(1), mode: .tracking)
+        #expect(fired.value.isEmpty)
+        try loop.advance(by: .zero, mode: named)
+        #expect(fired.value == ["named", "literal", "built-in"])
+    }
+
     @Test("a drag played on a manual loop: a nested run in .tracking with a deadline moves time")
     func dragOnManualLoop() throws {
         // The sample of the RunLoopModes article, checked.

@@ -58,7 +58,7 @@ public struct ScheduleSideMaker {
     public static func standard(quick: Bool) -> [ScheduleSideMaker] {
         [
             ScheduleSideMaker(name: "TimerKit LoopTimer") { try TimerKitScheduleSide() },
-            ScheduleSideMaker(name: "C core tk_loop_schedule/cancel") { try CoreScheduleSide() },
+            ScheduleSideMaker(name: CoreScheduleSide.sideName) { try CoreScheduleSide() },
             ScheduleSideMaker(
                 name: "Foundation Timer+RunLoop", maxPending: quick ? 10_000 : 100_000,
                 capReason: "CFRunLoop keeps timers in a sorted array: O(n) insert and O(n) search per invalidate"
@@ -108,30 +108,41 @@ final class TimerKitScheduleSide: ScheduleSide {
     }
 }
 
+/// A C loop for a side that calls the core directly.
+func makeCoreLoop() throws -> OpaquePointer {
+    var loop: OpaquePointer?
+    let result = tk_loop_create(&loop)
+    guard result == 0, let loop else { throw SideFailure("tk_loop_create returned \(result)") }
+    return loop
+}
+
+/// Schedules a one-shot timer `delay` from now with a C function as the
+/// callback, writing its handle to `id`.
+@inline(__always)
+func scheduleCoreTimer(_ loop: OpaquePointer, _ delay: Int64, _ id: UnsafeMutablePointer<tk_timer_id>) throws {
+    var spec = tk_timer_spec(
+        clock: TK_CLOCK_MONOTONIC, delay_ns: delay, deadline_ns: 0, interval_ns: 0, leeway_ns: 0, modes: 1,
+        flags: 0)
+    let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, nil, id)
+    guard result == 0 else { throw SideFailure("tk_loop_schedule returned \(result)") }
+}
+
 /// The C core called directly (a C function as the callback): what the
 /// Swift facade adds is the difference to TimerKit's row.
 final class CoreScheduleSide: ScheduleSide {
-    let name = "C core tk_loop_schedule/cancel"
+    static let sideName = "C core tk_loop_schedule/cancel"
+    let name = CoreScheduleSide.sideName
     private let loop: OpaquePointer
     private var pending: [tk_timer_id] = []
 
-    init() throws {
-        var loop: OpaquePointer?
-        let result = tk_loop_create(&loop)
-        guard result == 0, let loop else { throw SideFailure("tk_loop_create returned \(result)") }
-        self.loop = loop
-    }
+    init() throws { loop = try makeCoreLoop() }
 
     deinit { _ = tk_loop_destroy(loop) }
 
     @inline(__always)
     private func schedule(_ delay: Int64) throws -> tk_timer_id {
-        var spec = tk_timer_spec(
-            clock: TK_CLOCK_MONOTONIC, delay_ns: delay, deadline_ns: 0, interval_ns: 0, leeway_ns: 0, modes: 1,
-            flags: 0)
         var id: tk_timer_id = 0
-        let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, nil, &id)
-        guard result == 0 else { throw SideFailure("tk_loop_schedule returned \(result)") }
+        try scheduleCoreTimer(loop, delay, &id)
         return id
     }
 
@@ -162,6 +173,76 @@ final class CoreScheduleSide: ScheduleSide {
 
     func drain() {
         for id in pending { _ = tk_loop_cancel(loop, id) }
+        pending = []
+    }
+}
+
+/// The C core with each handle kept in a block of its own, as any API with
+/// one object per timer keeps it: allocated at schedule, read back to cancel,
+/// freed after. The block is as large as a `LoopTimer` (104 bytes), with the
+/// handle where a `LoopTimer` keeps its own. With many timers pending, the
+/// block being read back is rarely in the cache: a cost of one object per
+/// timer, not of Swift (see `TimerCost`).
+final class CoreBoxedScheduleSide: ScheduleSide {
+    static let sideName = "C core + 104 B box per timer"
+    static let boxBytes = 104
+    let name = CoreBoxedScheduleSide.sideName
+    private let loop: OpaquePointer
+    private var pending: [UnsafeMutablePointer<tk_timer_id>] = []
+
+    init() throws { loop = try makeCoreLoop() }
+
+    deinit {
+        for box in pending { free(box) }
+        _ = tk_loop_destroy(loop)
+    }
+
+    @inline(__always)
+    private func schedule(_ delay: Int64) throws -> UnsafeMutablePointer<tk_timer_id> {
+        guard let raw = malloc(Self.boxBytes) else { throw SideFailure("malloc failed") }
+        let box = raw.bindMemory(to: tk_timer_id.self, capacity: Self.boxBytes / 8)
+        do {
+            try scheduleCoreTimer(loop, delay, box + 3)  // after a 16-byte header and 8 bytes of fields
+        } catch {
+            free(box)
+            throw error
+        }
+        return box
+    }
+
+    /// Cancels the timer and frees its block (kept if the cancel fails, for
+    /// `drain` to free).
+    @inline(__always)
+    private func cancel(_ box: UnsafeMutablePointer<tk_timer_id>) throws {
+        let result = tk_loop_cancel(loop, box[3])
+        guard result == 0 else { throw SideFailure("tk_loop_cancel returned \(result)") }
+        free(box)
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(try schedule(delay)) }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { try cancel(try schedule(delay)) }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let box = try schedule(delays[i])
+            try cancel(pending[victims[i]])
+            pending[victims[i]] = box
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for box in pending {
+            _ = tk_loop_cancel(loop, box[3])
+            free(box)
+        }
         pending = []
     }
 }
