@@ -47,13 +47,20 @@ public struct ClockReader: Sendable {
         ClockReader(name: "tk_clock_now(TK_CLOCK_MONOTONIC)") { core(TK_CLOCK_MONOTONIC) },
         ClockReader(name: "tk_clock_now(TK_CLOCK_BOOTTIME)") { core(TK_CLOCK_BOOTTIME) },
         ClockReader(name: "tk_clock_now(TK_CLOCK_REALTIME)") { core(TK_CLOCK_REALTIME) },
-        ClockReader(name: "TimerKit MonotonicClock.now") { MonotonicClock().now.offset.nanoseconds },
-        ClockReader(name: "TimerKit BootClock.now") { BootClock().now.offset.nanoseconds },
+        // A Swift instant is handed on as the low bits of its attoseconds
+        // (an inlined read of its storage) rather than converted to
+        // nanoseconds: a 128-bit division would be measured with the read.
+        ClockReader(name: "TimerKit MonotonicClock.now") {
+            Int64(truncatingIfNeeded: MonotonicClock().now.offset.attoseconds)
+        },
+        ClockReader(name: "TimerKit BootClock.now") {
+            Int64(truncatingIfNeeded: BootClock().now.offset.attoseconds)
+        },
         ClockReader(name: "ContinuousClock.now") {
-            (ContinuousClock.now - continuous).components.attoseconds
+            Int64(truncatingIfNeeded: (ContinuousClock.now - continuous).attoseconds)
         },
         ClockReader(name: "SuspendingClock.now") {
-            (SuspendingClock.now - suspending).components.attoseconds
+            Int64(truncatingIfNeeded: (SuspendingClock.now - suspending).attoseconds)
         },
         ClockReader(name: "DispatchTime.now()") { Int64(DispatchTime.now().uptimeNanoseconds) },
         ClockReader(name: "Foundation Date()") { Int64(Date().timeIntervalSinceReferenceDate) },
