@@ -29,7 +29,8 @@
 #   timerkit  the timerkit command in release: clocks
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
 #           harness tests, and in release timer-peers --quick (its SVG charts
-#           written to build/charts/ and checked with xmllint), timer-cost
+#           written to build/charts/ and checked with xmllint; at most one
+#           allocation per LoopTimer pair, none per C core pair), timer-cost
 #           --quick, frame-peers --quick, executor-peers --quick,
 #           countdown-peers --quick, queue-peers --quick and the suite's
 #           benchmark list
@@ -565,6 +566,22 @@ run_logged "$LOGS/timer-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.
 [ "$RUN_STATUS" -eq 0 ] || fail "timer-peers --quick exited with status $RUN_STATUS (log: $LOGS/timer-peers.log)"
 grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
+# Allocations per schedule + invalidate pair once warm (the last column of the
+# schedule table): a LoopTimer is one allocation, and the C core allocates
+# nothing on that path. Both sizes of the quick run must print the row.
+check_mallocs_per_pair() { # side, most allowed
+    awk -v side="$1" -v most="$2" '
+        index($0, "   " side " ") == 1 && $NF ~ /^[0-9]+\.[0-9]+$/ {
+            rows++
+            if ($NF + 0 > most + 0) { print "mallocs per pair " $NF " at " $(NF - 9) " pending"; bad = 1 }
+        }
+        END { if (rows != 2) print "found " rows + 0 " rows, not 2"; exit (bad || rows != 2) }
+    ' "$LOGS/timer-peers.log"
+}
+mallocs_out=$(check_mallocs_per_pair "TimerKit LoopTimer" 1.00) ||
+    fail "timer-peers --quick: a LoopTimer must cost at most one allocation per schedule + invalidate: $mallocs_out (log: $LOGS/timer-peers.log)"
+mallocs_out=$(check_mallocs_per_pair "C core tk_loop_schedule/cancel" 0.00) ||
+    fail "timer-peers --quick: the C core must not allocate per schedule + cancel: $mallocs_out (log: $LOGS/timer-peers.log)"
 # The charts must be well-formed XML; without xmllint they cannot be checked,
 # which fails the stage (the deps stage installs libxml2-utils).
 command -v xmllint >/dev/null 2>&1 ||
