@@ -568,7 +568,9 @@ grep -qE '^   NIO scheduleTask +[0-9]' "$LOGS/timer-peers.log" ||
     fail "timer-peers --quick printed no NIO row (log: $LOGS/timer-peers.log)"
 # Allocations per schedule + invalidate pair once warm (the last column of the
 # schedule table): a LoopTimer is one allocation, and the C core allocates
-# nothing on that path. Both sizes of the quick run must print the row.
+# nothing on that path. Both sizes of the quick run must print the row. The
+# count is of the whole process over a 256-pair probe, so 0.02 is allowed for
+# stray allocations of other threads; one more per pair would read 1.00 more.
 check_mallocs_per_pair() { # side, most allowed
     awk -v side="$1" -v most="$2" '
         index($0, "   " side " ") == 1 && $NF ~ /^[0-9]+\.[0-9]+$/ {
@@ -578,9 +580,9 @@ check_mallocs_per_pair() { # side, most allowed
         END { if (rows != 2) print "found " rows + 0 " rows, not 2"; exit (bad || rows != 2) }
     ' "$LOGS/timer-peers.log"
 }
-mallocs_out=$(check_mallocs_per_pair "TimerKit LoopTimer" 1.00) ||
+mallocs_out=$(check_mallocs_per_pair "TimerKit LoopTimer" 1.02) ||
     fail "timer-peers --quick: a LoopTimer must cost at most one allocation per schedule + invalidate: $mallocs_out (log: $LOGS/timer-peers.log)"
-mallocs_out=$(check_mallocs_per_pair "C core tk_loop_schedule/cancel" 0.00) ||
+mallocs_out=$(check_mallocs_per_pair "C core tk_loop_schedule/cancel" 0.02) ||
     fail "timer-peers --quick: the C core must not allocate per schedule + cancel: $mallocs_out (log: $LOGS/timer-peers.log)"
 # The charts must be well-formed XML; without xmllint they cannot be checked,
 # which fails the stage (the deps stage installs libxml2-utils).

@@ -18,7 +18,7 @@ extension Duration {
         let low = UInt64(truncatingIfNeeded: shifted)
         if high == 0 {
             // Below 2^73 attoseconds (about 2.6 hours), the common case: one
-            // 64-bit division, and a quotient below 2^43.
+            // 64-bit division, and a quotient below 2^44.
             let quotient = Int64(low / divisor)
             return attoseconds < 0 ? -quotient : quotient
         }

@@ -202,7 +202,8 @@ final class CoreBoxedScheduleSide: ScheduleSide {
         guard let raw = malloc(Self.boxBytes) else { throw SideFailure("malloc failed") }
         let box = raw.bindMemory(to: tk_timer_id.self, capacity: Self.boxBytes / 8)
         do {
-            try scheduleCoreTimer(loop, delay, box + 3)  // after a 16-byte header and 8 bytes of fields
+            // At byte 32, where a LoopTimer keeps its handle.
+            try scheduleCoreTimer(loop, delay, box + 4)
         } catch {
             free(box)
             throw error
@@ -210,11 +211,11 @@ final class CoreBoxedScheduleSide: ScheduleSide {
         return box
     }
 
-    /// Cancels the timer and frees its block (kept if the cancel fails, for
-    /// `drain` to free).
+    /// Cancels the timer and frees its block. If the cancel fails, the block
+    /// is kept: one in `pending` is freed by `drain` or `deinit`.
     @inline(__always)
     private func cancel(_ box: UnsafeMutablePointer<tk_timer_id>) throws {
-        let result = tk_loop_cancel(loop, box[3])
+        let result = tk_loop_cancel(loop, box[4])
         guard result == 0 else { throw SideFailure("tk_loop_cancel returned \(result)") }
         free(box)
     }
@@ -225,14 +226,30 @@ final class CoreBoxedScheduleSide: ScheduleSide {
     }
 
     func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
-        for delay in delays { try cancel(try schedule(delay)) }
+        for delay in delays {
+            let box = try schedule(delay)
+            do {
+                try cancel(box)
+            } catch {
+                free(box)  // its timer is not in `pending`: the loop's destruction ends it
+                throw error
+            }
+        }
     }
 
     func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
         for i in 0..<delays.count {
             let box = try schedule(delays[i])
-            try cancel(pending[victims[i]])
+            let victim = pending[victims[i]]
+            // The new block takes the victim's place first, so that whatever
+            // fails, every block is in `pending` or freed.
             pending[victims[i]] = box
+            do {
+                try cancel(victim)
+            } catch {
+                free(victim)
+                throw error
+            }
         }
     }
 
@@ -240,7 +257,7 @@ final class CoreBoxedScheduleSide: ScheduleSide {
 
     func drain() {
         for box in pending {
-            _ = tk_loop_cancel(loop, box[3])
+            _ = tk_loop_cancel(loop, box[4])
             free(box)
         }
         pending = []

@@ -18,8 +18,10 @@ public enum TimerCost {
         let standard = Array(ScheduleSideMaker.standard(quick: quick).prefix(2))
         let core = standard[1]
         let boxed = ScheduleSideMaker(name: CoreBoxedScheduleSide.sideName) { try CoreBoxedScheduleSide() }
-        // Each pass alone, so that neither side holds memory during the
-        // other pass, and with the same delays and victims.
+        // Each pass alone, so that the sides of one pass hold no memory
+        // during the other. Both passes draw their delays and victims from
+        // the same seed and the same distributions (the draws themselves
+        // differ, since batch sizes follow the timings).
         var rng = SeededGenerator(seed: seed)
         let swiftRows = ScheduleBench.run(config, makers: standard, mallocs: nil, rng: &rng, failures: &failures)
         rng = SeededGenerator(seed: seed)
