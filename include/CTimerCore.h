@@ -375,8 +375,11 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * do keeps waiting: another thread may schedule a timer or stop it.
  *
  * Each pass fires, in deadline order, every timer of the mode whose deadline
- * has passed (timers scheduled by those callbacks fire in a later pass), then
- * handles ready descriptors, then sleeps until the earliest
+ * had passed when the pass began, whatever the callbacks before it do: a
+ * timer a callback schedules or reschedules fires in a later pass, even with
+ * a deadline long past, and a due timer of the mode that a nested run in
+ * another mode sets aside is the pass's again once that run returns. Then
+ * the pass handles ready descriptors, then the loop sleeps until the earliest
  * (deadline + leeway) among the mode's timers, so timers close together share
  * one wake-up. A timer that came due while the loop ran a mode outside its
  * set fires once when the loop next runs a mode of its set.
@@ -587,15 +590,18 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
  * for a handle that names no scheduled timer (never scheduled, already
  * cancelled, a one-shot timer that has fired, or, seen from another thread
  * than the loop's, a one-shot whose callback is running), -EINVAL for NULL.
- * Cancelling a timer from inside its own callback is allowed. O(log n).
+ * Cancelling a timer from inside its own callback is allowed, and returns 0
+ * once for a one-shot (which the loop was about to let go of anyway). O(log n).
  */
 int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
 
 /**
  * Gives a scheduled timer a new deadline, interval, leeway, clock and modes,
  * keeping its handle, callback and context. Also revives a one-shot timer
- * from inside its own callback. The same errors as tk_loop_schedule and
- * tk_loop_cancel; on error the timer is unchanged. O(log n).
+ * from inside the callback the loop's pass called (after tk_loop_fire, a
+ * one-shot is cancelled before its callback runs: -ENOENT). The same errors
+ * as tk_loop_schedule and tk_loop_cancel; on error the timer is unchanged.
+ * O(log n).
  */
 int tk_loop_reschedule(tk_loop *loop, tk_timer_id timer,
                        const tk_timer_spec *spec);
@@ -606,7 +612,11 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id timer, tk_timer_info *info);
 /**
  * Runs the timer's callback now, on the calling thread, with `missed` 0. A
  * one-shot timer is then done (cancelled first, so the callback sees it
- * gone); a repeating timer keeps its schedule. 0, -ENOENT or -EINVAL.
+ * gone); a repeating timer keeps its schedule. It is the caller's call: it
+ * runs the callback even while a callback of the same timer runs (its own,
+ * or the loop's on another thread), so a callback that fires its own timer
+ * recurses. (The loop itself never fires a timer whose callback is running;
+ * see tk_loop_run.) 0, -ENOENT or -EINVAL.
  */
 int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
 
@@ -641,7 +651,9 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * then to the end of the span. A run also handles ready descriptors (without
  * waiting) after each pass, can be stopped, and its callbacks may run nested
  * runs, in other modes and with deadlines of their own, which move time too:
- * the outer run goes on from wherever time is when the inner one returns.
+ * the outer run goes on from wherever time is when the inner one returns,
+ * even past its own deadline (what it fires after that sees the time the
+ * nested run left).
  * Timers of the outer run's mode that came due during a nested run in
  * another mode fire at the outer run's next pass, at that time.
  * ------------------------------------------------------------------------ */

@@ -24,6 +24,7 @@ enum { CACHE_LINE = 64 };
 void tk__heap_init(tk__heap *heap) {
     heap->entries = NULL;
     heap->count = 0;
+    heap->held = 0;
     heap->capacity = 0;
 }
 
@@ -43,7 +44,7 @@ int tk__heap_reserve(tk__heap *heap, uint32_t capacity) {
     if (posix_memalign(&block, CACHE_LINE, bytes) != 0) return -ENOMEM;
     tk__heap_entry *entries = (tk__heap_entry *)block + TK__HEAP_OFFSET;
     if (heap->entries != NULL) {
-        memcpy(entries, heap->entries, (size_t)heap->count * sizeof *entries);
+        memcpy(entries, heap->entries, (size_t)(heap->count + heap->held) * sizeof *entries);
         free(heap->entries - TK__HEAP_OFFSET);
     }
     heap->entries = entries;
@@ -99,15 +100,48 @@ static void place(tk__heap *heap, uint32_t *positions, uint32_t index,
     }
 }
 
+/* Moves the entry at `from` to `to`, writing its new index back. */
+static void move_entry(tk__heap *heap, uint32_t *positions, uint32_t from, uint32_t to) {
+    heap->entries[to] = heap->entries[from];
+    positions[heap->entries[to].slot] = to;
+}
+
 void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry) {
     uint32_t index = heap->count++;
+    /* The first held entry makes way, to the end of the held ones. */
+    if (heap->held > 0) move_entry(heap, positions, index, index + heap->held);
     sift_up(heap, positions, index, entry);
 }
 
 void tk__heap_remove(tk__heap *heap, uint32_t *positions, uint32_t index) {
+    if (index >= heap->count) {
+        /* A held entry: the last held one takes its place. */
+        uint32_t last_held = heap->count + --heap->held;
+        if (index != last_held) move_entry(heap, positions, last_held, index);
+        return;
+    }
     uint32_t last = --heap->count;
-    if (index == last) return;
-    place(heap, positions, index, heap->entries[last]);
+    if (index != last) place(heap, positions, index, heap->entries[last]);
+    /* The last held entry fills the gap the heap left before the held ones. */
+    if (heap->held > 0) move_entry(heap, positions, last + heap->held, last);
+}
+
+void tk__heap_hold_top(tk__heap *heap, uint32_t *positions) {
+    tk__heap_entry top = heap->entries[0];
+    uint32_t last = --heap->count;
+    if (last > 0) place(heap, positions, 0, heap->entries[last]);
+    /* entries[last] is free: the held ones start there now. */
+    heap->entries[last] = top;
+    positions[top.slot] = last;
+    heap->held++;
+}
+
+void tk__heap_release_held(tk__heap *heap, uint32_t *positions) {
+    /* Each push takes the first held entry, where the heap grows into. */
+    for (; heap->held > 0; heap->held--) {
+        uint32_t index = heap->count++;
+        sift_up(heap, positions, index, heap->entries[index]);
+    }
 }
 
 void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,

@@ -32,6 +32,10 @@ enum tk__timer_state {
     TK__TIMER_CANCELLED = 4, /* cancelled while a callback of it runs; freed when the last returns */
     TK__TIMER_DEFERRED = 5,  /* came due in a nested run while a callback of it runs: in
                               * `parked`, back in its heap when that callback returns */
+    TK__TIMER_HELD = 6,      /* due, but got its deadline during the pass going on (or a
+                              * nested run's since): held in its heap (out of heap order)
+                              * so that the pass reaches the due timers behind it, and
+                              * back in order when that pass ends, to fire in a later one */
 };
 
 /*

@@ -158,17 +158,17 @@ static void count_out(tk_loop *loop, const tk__timer *timer) {
 /* ---- Placing a timer ----------------------------------------------------- */
 
 /* Whether a live timer's entry is in `parked` (parked or deferred) rather
- * than in its clock's heap. */
+ * than in its clock's heap (in heap order, or held). */
 static int in_parked(const tk__timer *timer) {
     return timer->state == TK__TIMER_PARKED || timer->state == TK__TIMER_DEFERRED;
 }
 
-/* Takes a scheduled, parked or deferred timer out of its heap or the parked
- * list. */
+/* Takes a scheduled, parked, deferred or held timer out of its heap or the
+ * parked list. */
 static void unplace(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = &loop->timers[slot];
     uint32_t index = loop->positions[slot];
-    if (timer->state == TK__TIMER_SCHEDULED) {
+    if (timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD) {
         tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
     } else if (in_parked(timer)) {
         tk__heap *parked = &loop->parked;
@@ -482,7 +482,7 @@ static void unpark(tk_loop *loop, unsigned mode) {
     for (uint32_t index = 0; index < parked->count;) {
         tk__heap_entry entry = parked->entries[index];
         tk__timer *timer = &loop->timers[entry.slot];
-        if (timer->state == TK__TIMER_DEFERRED || !(timer->modes & bit)) {
+        if (timer->state != TK__TIMER_PARKED || !(timer->modes & bit)) {
             if (timer->state == TK__TIMER_PARKED) remaining |= timer->modes;
             index++;
             continue;
@@ -493,6 +493,19 @@ static void unpark(tk_loop *loop, unsigned mode) {
         timer->state = TK__TIMER_SCHEDULED;
     }
     loop->parked_modes = remaining;
+}
+
+/* Puts every held timer back in heap order, with its deadline and seq: a
+ * pass ends (they fire in a later one), or a nested pass begins (they were
+ * placed before it, so it may fire them). */
+static void release_held(tk_loop *loop) {
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        tk__heap *heap = &loop->heaps[clock];
+        for (uint32_t index = heap->count; index < heap->count + heap->held; index++) {
+            loop->timers[heap->entries[index].slot].state = TK__TIMER_SCHEDULED;
+        }
+        tk__heap_release_held(heap, loop->positions);
+    }
 }
 
 int tk__timers_parked_in(tk_loop *loop, unsigned mode) {
@@ -550,11 +563,10 @@ static int64_t next_on_grid(int64_t deadline, int64_t interval, int64_t now, uin
     return next;
 }
 
-/* The due entry to fire next across all clocks: the most overdue, then the
- * earliest scheduled. A clock whose earliest timer got its deadline during
- * this pass (`pass`), or during a nested run's passes since, is done for the
- * pass. Pass numbers wrap: a timer that waited 2^31 passes looks new for one. */
-static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint32_t pass) {
+/* The clock whose due top entry comes next: the most overdue, then the
+ * earliest scheduled. (The pass sets aside an entry that got its deadline
+ * during the pass, and looks again.) */
+static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT]) {
     int best = -1;
     int64_t best_late = 0;
     uint32_t best_seq = 0;
@@ -562,7 +574,6 @@ static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint
         const tk__heap_entry *top = tk__heap_top(&loop->heaps[clock]);
         /* INT64_MAX stands for a deadline beyond the clock's range: never. */
         if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
-        if ((int32_t)(loop->timers[top->slot].placed_pass - pass) >= 0) continue;
         int64_t late = tk__sub_sat(now[clock], top->deadline);
         if (best < 0 || late > best_late ||
             (late == best_late && (int32_t)(top->seq - best_seq) < 0)) {
@@ -580,25 +591,41 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
     uint32_t outside = (uint32_t)loop->stats.pending - loop->mode_timers[mode];
     if (outside > 0 && tk__heap_reserve(&loop->parked, outside) < 0) return -ENOMEM;
 
+    /* Timers an outer pass set aside were placed before this one. */
+    release_held(loop);
     unpark(loop, mode);
     uint32_t pass = ++loop->pass;
     tk_mode_set bit = TK_MODES(mode);
     int64_t fired = 0;
     int clock;
-    while ((clock = next_due(loop, now, pass)) >= 0) {
+    while ((clock = next_due(loop, now)) >= 0) {
         tk__heap *heap = &loop->heaps[clock];
         tk__heap_entry entry = heap->entries[0];
         uint32_t slot = entry.slot;
         tk__timer *timer = &loop->timers[slot];
-        /* A timer never fires while a callback of it runs (a nested run
-         * called from it, or tk_loop_fire on another thread): it waits,
-         * deferred, until that callback returns. Otherwise a due timer
-         * outside the mode waits, parked, for a run in one of its modes. */
-        uint8_t wait = timer->callbacks > 0     ? TK__TIMER_DEFERRED
-                       : !(timer->modes & bit) ? TK__TIMER_PARKED
-                                               : TK__TIMER_SCHEDULED;
+        /* A timer that got its deadline during this pass (scheduled or put
+         * back by a callback, or re-armed by a nested run's pass) fires in a
+         * later pass: it is held, out of the way of the due timers behind it,
+         * until the pass ends. Pass numbers wrap: a timer that waited 2^31
+         * passes looks new for one. A timer never fires while a callback of
+         * it runs (a nested run called from it, or tk_loop_fire on another
+         * thread): it waits, deferred, until that callback returns.
+         * Otherwise a due timer outside the mode waits, parked, for a run in
+         * one of its modes. */
+        uint8_t wait = (int32_t)(timer->placed_pass - pass) >= 0 ? TK__TIMER_HELD
+                       : timer->callbacks > 0                    ? TK__TIMER_DEFERRED
+                       : !(timer->modes & bit)                   ? TK__TIMER_PARKED
+                                                                 : TK__TIMER_SCHEDULED;
+        if (wait == TK__TIMER_HELD) {
+            tk__heap_hold_top(heap, loop->positions);
+            timer->state = TK__TIMER_HELD;
+            continue;
+        }
         if (wait != TK__TIMER_SCHEDULED) {
-            if (park(loop, heap, wait) < 0) return fired > 0 ? fired : -ENOMEM;
+            if (park(loop, heap, wait) < 0) {
+                release_held(loop);
+                return fired > 0 ? fired : -ENOMEM;
+            }
             continue;
         }
         tk_timer_fn fn = timer->fn;
@@ -630,8 +657,12 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         fn(loop, id, missed, context);
         pthread_mutex_lock(&loop->lock);
         finish_callback(loop, slot);
+        /* A nested run in another mode parks the due timers of this one
+         * that it meets: they are this pass's again. */
+        if (loop->parked_modes & bit) unpark(loop, mode);
         if (stoppable && loop->stop_requested) break;
     }
+    release_held(loop);
     return fired;
 }
 

@@ -21,14 +21,16 @@
  *     step, until a step reaches `end`.
  *   - A pass, at the clock readings `now` it starts with, first puts the
  *     parked timers of `mode` back among the pending ones (deadline and seq
- *     unchanged). Then, repeatedly: each clock offers its earliest pending
- *     timer by (deadline, seq), if that timer is due (deadline <= now[clock])
- *     and got its seq before the pass began; a clock whose earliest timer is
- *     not due, or is new in this pass, offers nothing more in this pass. The
- *     most overdue offer (now - deadline, largest first; then smaller seq) is
- *     taken: if a callback of it is running (a nested run, or fire), it is
- *     deferred; else it fires if `mode` is one of its modes and is parked
- *     otherwise. A deferred timer is neither offered nor a wake-up target;
+ *     unchanged), and does so again after each callback (a nested run in
+ *     another mode may have parked some). Then, repeatedly: each clock
+ *     offers, among its pending timers that got their seq before the pass
+ *     began, the earliest by (deadline, seq), if that timer is due
+ *     (deadline <= now[clock]). Timers new in this pass are passed over, and
+ *     offer nothing until a later pass. The most overdue offer (now -
+ *     deadline, largest first; then smaller seq) is taken: if a callback of
+ *     it is running (a nested run, or fire), it is deferred; else it fires
+ *     if `mode` is one of its modes and is parked otherwise. A deferred
+ *     timer is neither offered nor a wake-up target;
  *     when its last running callback returns it is pending again, with a
  *     new seq (so not in the pass that is going on).
  *     A pass of a run ends early, after the callback, once a stop is
@@ -370,35 +372,40 @@ REF_FN int ref_before(const ref_timer *a, const ref_timer *b) {
     return a->seq < b->seq;
 }
 
+/* Puts the parked timers of the modes in `bit` back among the pending ones. */
+REF_FN void ref_unpark(ref_sched *ref, tk_mode_set bit) {
+    for (size_t k = 0; k < ref->live_count; k++) {
+        ref_timer *t = &ref->timers[ref->live[k]];
+        if (t->parked && (t->modes & bit)) t->parked = 0;
+    }
+}
+
 /* One pass at the clock readings `now`; returns the number of callbacks run.
  * With `stoppable`, ends after the callback during which a stop is requested. */
 REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOCK_COUNT],
                                int stoppable) {
     tk_mode_set bit = TK_MODES(mode);
-    for (size_t k = 0; k < ref->live_count; k++) {
-        ref_timer *t = &ref->timers[ref->live[k]];
-        if (t->parked && (t->modes & bit)) t->parked = 0;
-    }
+    ref_unpark(ref, bit);
     uint64_t pass_seq = ref->seq;
     int64_t fired = 0;
     for (;;) {
-        /* Each clock's earliest pending (unparked) timer. */
+        /* Each clock's earliest pending (unparked, undeferred) timer older
+         * than the pass. */
         size_t first[TK_CLOCK_COUNT] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
         for (size_t k = 0; k < ref->live_count; k++) {
             size_t i = ref->live[k];
             ref_timer *t = &ref->timers[i];
-            if (t->parked || t->deferred) continue;
+            if (t->parked || t->deferred || t->seq >= pass_seq) continue;
             if (first[t->clock] == SIZE_MAX || ref_before(t, &ref->timers[first[t->clock]]))
                 first[t->clock] = i;
         }
-        /* The most overdue of those that are due and older than the pass. */
+        /* The most overdue of those that are due. */
         size_t best = SIZE_MAX;
         int64_t best_late = 0;
         for (int c = 0; c < TK_CLOCK_COUNT; c++) {
             if (first[c] == SIZE_MAX) continue;
             ref_timer *t = &ref->timers[first[c]];
             if (t->deadline == INT64_MAX || t->deadline > now[c]) continue;
-            if (t->seq >= pass_seq) continue;
             int64_t late = ref_sub(now[c], t->deadline);
             if (best == SIZE_MAX || late > best_late ||
                 (late == best_late && t->seq < ref->timers[best].seq)) {
@@ -426,6 +433,8 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
         fired++;
         ref_run_callback(ref, best + 1, missed);
         if (ref->timers[best].state == REF_FIRING) ref_set_state(ref, best, REF_DEAD);
+        /* A nested run in another mode may have parked some. */
+        ref_unpark(ref, bit);
         if (stoppable && ref->stop_requested) break;
     }
     return fired;

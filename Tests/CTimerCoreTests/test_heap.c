@@ -103,6 +103,7 @@ typedef struct state {
     tk__heap heap;
     uint32_t *positions;
     model m;
+    model held; /* the held entries (in the model's order; the heap keeps none) */
     /* slots: free list and membership */
     uint8_t *in_heap;
     uint32_t *free_slots;
@@ -131,8 +132,10 @@ static int64_t draw_deadline(state *st) {
 /* Checks that the heap's top equals the model's minimum and the counts agree. */
 static int check_top(state *st) {
     REQUIRE(st->heap.count == st->m.n, "count %u, model %u", st->heap.count, st->m.n);
-    REQUIRE(st->heap.count <= st->heap.capacity, "count %u > capacity %u",
-          st->heap.count, st->heap.capacity);
+    REQUIRE(st->heap.held == st->held.n, "held %u, model %u", st->heap.held, st->held.n);
+    REQUIRE(st->heap.count + st->heap.held <= st->heap.capacity,
+          "count %u + held %u > capacity %u", st->heap.count, st->heap.held,
+          st->heap.capacity);
     const tk__heap_entry *top = tk__heap_top(&st->heap);
     if (st->m.n == 0) {
         REQUIRE(top == NULL, "top of empty heap is not NULL");
@@ -172,6 +175,19 @@ static int check_full(state *st) {
         REQUIRE(st->positions[slot] == i, "positions[%u] = %u, but it is at %u", slot,
               st->positions[slot], i);
     }
+    /* The held entries, right after the heap's. */
+    REQUIRE(h->held == st->held.n, "held %u, model %u", h->held, st->held.n);
+    for (uint32_t k = 0; k < st->held.n; k++) {
+        const tk__heap_entry *e = &st->held.v[k];
+        uint32_t i = st->positions[e->slot];
+        REQUIRE(i >= h->count && i < h->count + h->held,
+              "held slot %u: position %u outside [%u, %u)", e->slot, i, h->count,
+              h->count + h->held);
+        REQUIRE(h->entries[i].slot == e->slot && h->entries[i].deadline == e->deadline &&
+                  h->entries[i].seq == e->seq,
+              "held slot %u: heap has (%" PRId64 ", %u), model (%" PRId64 ", %u)", e->slot,
+              h->entries[i].deadline, h->entries[i].seq, e->deadline, e->seq);
+    }
     /* Same multiset: every model entry is found, with equal fields, through
      * positions[] (slots are unique, so this with equal counts suffices). */
     for (uint32_t k = 0; k < st->m.n; k++) {
@@ -208,7 +224,7 @@ static uint32_t random_live_slot(state *st) {
 
 static int op_push(state *st) {
     if (st->nfree == 0) return 0;
-    uint32_t want = st->heap.count + 1;
+    uint32_t want = st->heap.count + st->heap.held + 1;
     uint32_t old_cap = st->heap.capacity;
     REQUIRE(tk__heap_reserve(&st->heap, want) == 0, "reserve(%u) failed", want);
     REQUIRE(st->heap.capacity >= want, "reserve(%u) left capacity %u", want,
@@ -230,7 +246,8 @@ static int op_push(state *st) {
 static int op_remove_at(state *st, uint32_t index) {
     uint32_t slot = st->heap.entries[index].slot;
     tk__heap_entry gone;
-    REQUIRE(model_remove_slot(&st->m, slot, &gone) == 0,
+    model *in = index < st->heap.count ? &st->m : &st->held;
+    REQUIRE(model_remove_slot(in, slot, &gone) == 0,
           "heap entries[%u] holds slot %u unknown to the model", index, slot);
     REQUIRE(gone.deadline == st->heap.entries[index].deadline &&
               gone.seq == st->heap.entries[index].seq,
@@ -243,11 +260,14 @@ static int op_remove_at(state *st, uint32_t index) {
 }
 
 static int op_remove_random(state *st) {
-    if (st->m.n == 0) return 0;
-    uint32_t slot = random_live_slot(st);
+    if (st->m.n + st->held.n == 0) return 0;
+    uint32_t k = (uint32_t)rng_below(&st->r, st->m.n + st->held.n);
+    uint32_t slot = k < st->m.n ? st->m.v[k].slot : st->held.v[k - st->m.n].slot;
     uint32_t index = st->positions[slot];
-    REQUIRE(index < st->heap.count, "positions[%u] = %u, count %u", slot, index,
-          st->heap.count);
+    REQUIRE((index < st->heap.count) == (k < st->m.n) &&
+              index < st->heap.count + st->heap.held,
+          "positions[%u] = %u, count %u, held %u", slot, index, st->heap.count,
+          st->heap.held);
     REQUIRE(st->heap.entries[index].slot == slot,
           "positions[%u] = %u but entries[%u].slot = %u", slot, index, index,
           st->heap.entries[index].slot);
@@ -294,6 +314,31 @@ static int op_update(state *st) {
     return 0;
 }
 
+/* Holds the top entry. */
+static int op_hold(state *st) {
+    if (st->m.n == 0) return 0;
+    tk__heap_entry top = st->heap.entries[0];
+    REQUIRE(top.slot == st->m.v[0].slot, "top slot %u, model min slot %u", top.slot,
+          st->m.v[0].slot);
+    tk__heap_entry e;
+    REQUIRE(model_remove_slot(&st->m, top.slot, &e) == 0, "slot %u missing", top.slot);
+    model_insert(&st->held, e);
+    tk__heap_hold_top(&st->heap, st->positions);
+    REQUIRE(st->positions[top.slot] >= st->heap.count &&
+              st->heap.entries[st->positions[top.slot]].slot == top.slot,
+          "after hold, positions[%u] = %u (count %u)", top.slot, st->positions[top.slot],
+          st->heap.count);
+    return 0;
+}
+
+/* Puts every held entry back in heap order. */
+static int op_release(state *st) {
+    tk__heap_release_held(&st->heap, st->positions);
+    for (uint32_t k = 0; k < st->held.n; k++) model_insert(&st->m, st->held.v[k]);
+    st->held.n = 0;
+    return 0;
+}
+
 /* Edits the array directly (new deadlines and seqs for a random subset, and
  * a few swaps), then heapifies. */
 static int op_bulk_heapify(state *st) {
@@ -329,6 +374,7 @@ static int op_bulk_heapify(state *st) {
  * order. */
 static int drain(state *st) {
     uint32_t k = 0;
+    op_release(st);
     while (st->heap.count) {
         const tk__heap_entry *top = tk__heap_top(&st->heap);
         REQUIRE(st->m.n > 0, "heap holds more entries than the model");
@@ -378,8 +424,9 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
             default: st.target = cfg->max_slots; break;
             }
         }
-        /* Per mille: push, remove at a random index, pop the top; the rest
-         * updates, and 2 in 1000 heapify after bulk edits. Below the target
+        /* Per mille: push, remove at a random index (held entries too), pop
+         * the top; the rest updates, holds the top (30), releases what is
+         * held (8), and 2 in 1000 heapify after bulk edits. Below the target
          * size pushes dominate, above it removals do. */
         int grow = st.heap.count < st.target;
         uint64_t push_pm = grow ? 550 : 150, remove_pm = grow ? 150 : 400,
@@ -391,8 +438,12 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
             rc = op_remove_random(&st);
         } else if (k < push_pm + remove_pm + pop_pm) {
             rc = op_pop(&st);
-        } else if (k < 998) {
+        } else if (k < 960) {
             rc = op_update(&st);
+        } else if (k < 990) {
+            rc = op_hold(&st);
+        } else if (k < 998) {
+            rc = op_release(&st);
         } else {
             rc = op_bulk_heapify(&st);
         }
@@ -418,6 +469,7 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
     free(st.in_heap);
     free(st.free_slots);
     free(st.m.v);
+    free(st.held.v);
     return rc;
 }
 

@@ -1837,6 +1837,94 @@ static void scenario_run_nested_modes(void) {
     scenario_end();
 }
 
+/* What a callback does to the timers due behind it in the same pass. */
+typedef struct behind { int what; int64_t nested_until; int nested_result; } behind;
+enum { BEHIND_NESTED_RUN, BEHIND_OVERDUE, BEHIND_RESCHEDULE, BEHIND_KINDS };
+
+static void behind_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    behind *b = w->hook_data;
+    if (rec != 0) return;
+    if (b->what == BEHIND_NESTED_RUN) {
+        /* A nested run in a mode none of the timers has: it meets T1 and T2
+         * due, and parks them. */
+        b->nested_until = w_now(w, TK_CLOCK_MONOTONIC) + 100 * MSEC;
+        b->nested_result = w_run(w, 5, b->nested_until, 0);
+    } else if (b->what == BEHIND_OVERDUE) {
+        /* T3, due long ago: the earliest timer on the clock. */
+        uint32_t r;
+        tk_timer_spec past = spec_at(TK_CLOCK_MONOTONIC, 1, 0, 0, TK_MODES(0));
+        w_schedule(w, &past, 0, &r);
+    } else {
+        /* T2, due, given an earlier deadline still: the earliest on the
+         * clock, and new in this pass. */
+        tk_timer_spec earlier = spec_at(TK_CLOCK_MONOTONIC, 2, 0, 0, TK_MODES(0));
+        w_reschedule(w, w->handles[2], &earlier);
+    }
+}
+
+/* A pass fires every timer of its mode that was due when it began, in
+ * deadline order, whatever a callback before them does: a nested run in
+ * another mode parks them (they are the pass's again when it returns), and
+ * a timer the callback schedules or reschedules overdue, which sorts first
+ * on its clock, waits for a later pass without holding up those behind it.
+ * Three timers due together, T0's callback disturbing T1 and T2; by
+ * tk_loop_advance, a run with a deadline, and a TK_RUN_NOWAIT run's one pass
+ * (which does not move time: the timers are due at once). */
+static void scenario_due_behind(void) {
+    static const char *names[BEHIND_KINDS] = {"due-behind-nested-run", "due-behind-overdue",
+                                              "due-behind-reschedule"};
+    /* The callbacks, in order, for each disturbance and way; -1 ends. */
+    static const int want[BEHIND_KINDS][3][5] = {
+        {{0, 1, 2, -1}, {0, 1, 2, -1}, {0, 1, 2, -1}},
+        {{0, 1, 2, 3, -1}, {0, 1, 2, 3, -1}, {0, 1, 2, -1}},
+        {{0, 1, 2, -1}, {0, 1, 2, -1}, {0, 1, -1}},
+    };
+    for (int what = 0; what < BEHIND_KINDS; what++) {
+        for (int way = 0; way < 3; way++) {
+            scenario_begin(names[what], 0);
+            if (S_failed) { scenario_end(); return; }
+            behind b = {what, 0, 99};
+            S->hook = behind_hook;
+            S->hook_data = &b;
+            int64_t due = way == 2 ? 0 : 10 * MSEC;
+            for (int i = 0; i < 3; i++) sched(spec_in(TK_CLOCK_MONOTONIC, due, 0, 0, TK_MODES(0)));
+            int64_t result;
+            if (way == 0) result = w_advance(S, 0, 10 * MSEC);
+            else if (way == 1) result = w_run(S, 0, 10 * MSEC, 0);
+            else result = w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
+            size_t count = 0;
+            while (want[what][way][count] >= 0) count++;
+            EXPECT(S->nlog == count, "way %d: %zu callbacks, want %zu", way, S->nlog, count);
+            for (size_t i = 0; i < S->nlog && i < count; i++)
+                EXPECT(S->log[i].rec == (uint32_t)want[what][way][i],
+                       "way %d: callback %zu is T%u, want T%d", way, i, S->log[i].rec,
+                       want[what][way][i]);
+            /* After a nested run, T1 and T2 see the clocks where it left them
+             * (tk_loop_advance allows no nested run: -EBUSY, nothing moves). */
+            int nested = what == BEHIND_NESTED_RUN && way != 0;
+            int64_t behind_at = nested ? due + 100 * MSEC : due;
+            for (size_t i = 1; i < S->nlog && i < 3; i++)
+                EXPECT(S->log[i].now[TK_CLOCK_MONOTONIC] == behind_at,
+                       "way %d: callback %zu at %" PRId64 ", want %" PRId64, way, i,
+                       S->log[i].now[TK_CLOCK_MONOTONIC], behind_at);
+            if (what == BEHIND_NESTED_RUN)
+                EXPECT(b.nested_result == (nested ? TK_RUN_TIMED_OUT : -EBUSY),
+                       "way %d: nested run returned %d", way, b.nested_result);
+            int64_t want_result = way == 0   ? (int64_t)count
+                                  : way == 1 ? TK_RUN_TIMED_OUT
+                                             : TK_RUN_PASSED;
+            EXPECT(result == want_result, "way %d returned %" PRId64 ", want %" PRId64, way, result,
+                   want_result);
+            EXPECT(stats().pending == 0 || (way == 2 && what != BEHIND_NESTED_RUN &&
+                                           stats().pending == 1),
+                   "way %d: %" PRIu64 " still pending", way, stats().pending);
+            scenario_end();
+        }
+    }
+}
+
 /* With nothing scheduled, a run with a deadline moves the clocks to it and
  * times out; a deadline already past leaves them; TK_RUN_NOWAIT and
  * TK_FOREVER do not move time. */
@@ -2122,6 +2210,7 @@ static void test_run_until_idle(void) {
     on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
 }
 static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
+static void test_due_behind(void) { on_both_worlds_isolated(scenario_due_behind, "due-behind"); }
 static void test_refire_in_nested_run(void) {
     on_both_worlds_isolated(scenario_refire_in_nested_run, "refire-in-nested-run");
     on_both_worlds_isolated(scenario_repeating_in_modal_run, "repeating-in-modal-run");
@@ -2156,6 +2245,7 @@ static const test_case tests[] = {
     {"run-nested-modes", test_run_nested_modes, 60},
     {"run-until-idle", test_run_until_idle, 60},
     {"run-stop", test_run_stop, 60},
+    {"due-behind", test_due_behind, 60},
     {"run-repeating", test_run_repeating, 60},
     {"refire-in-nested-run", test_refire_in_nested_run, 60},
     {"random", test_random, 1800},

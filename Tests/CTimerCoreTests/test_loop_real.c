@@ -1377,6 +1377,69 @@ static void test_missed_judged_when_fired(void) {
     free_loop(loop);
 }
 
+/* Three timers due together; the first one's callback disturbs the other
+ * two: a nested TK_RUN_NOWAIT run in a mode they lack (which parks them),
+ * or a timer scheduled with a deadline long past (which sorts first on the
+ * clock but waits for a later pass). One TK_RUN_NOWAIT pass of the outer
+ * run still fires both, in order. */
+typedef struct due_behind {
+    int what; /* 0: a nested run; 1: an overdue timer */
+    int log[4];
+    int nlog;
+    int nested_rc;
+    tk_timer_id overdue;
+} due_behind;
+
+static void due_behind_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context);
+
+static void due_behind_first(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    due_behind *d = context;
+    due_behind_fn(loop, id, missed, context);
+    if (d->what == 0) {
+        d->nested_rc = tk_loop_run(loop, TK_MODES(5), TK_FOREVER, TK_RUN_NOWAIT);
+    } else {
+        tk_timer_spec past = {.clock = TK_CLOCK_MONOTONIC, .deadline_ns = 1,
+                              .modes = TK_MODES(0), .flags = TK_TIMER_ABSOLUTE};
+        CHECK_EQ(tk_loop_schedule(loop, &past, due_behind_fn, d, &d->overdue), 0);
+    }
+}
+
+static void due_behind_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop;
+    (void)missed;
+    due_behind *d = context;
+    if (d->nlog < 4) d->log[d->nlog] = (int)(uint32_t)id;
+    d->nlog++;
+}
+
+static void test_due_behind(void) {
+    for (int what = 0; what < 2; what++) {
+        tk_loop *loop = new_loop();
+        due_behind d = {.what = what, .nested_rc = -1000};
+        tk_timer_spec now = {.clock = TK_CLOCK_MONOTONIC, .modes = TK_MODES(0)};
+        tk_timer_id ids[3];
+        CHECK_EQ(tk_loop_schedule(loop, &now, due_behind_first, &d, &ids[0]), 0);
+        CHECK_EQ(tk_loop_schedule(loop, &now, due_behind_fn, &d, &ids[1]), 0);
+        CHECK_EQ(tk_loop_schedule(loop, &now, due_behind_fn, &d, &ids[2]), 0);
+        CHECK_EQ(tk_loop_run(loop, TK_MODES(0), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+        CHECK_EQ(d.nlog, 3);
+        for (int i = 0; i < 3 && i < d.nlog; i++) CHECK_EQ(d.log[i], (int)(uint32_t)ids[i]);
+        if (what == 0) {
+            CHECK_EQ(d.nested_rc, TK_RUN_PASSED);
+            CHECK_EQ(stats_of(loop).pending, 0);
+        } else {
+            /* The overdue timer fires in the next pass. */
+            CHECK_EQ(stats_of(loop).pending, 1);
+            CHECK_EQ(tk_loop_run(loop, TK_MODES(0), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+            CHECK_EQ(d.nlog, 4);
+            if (d.nlog == 4) CHECK_EQ(d.log[3], (int)(uint32_t)d.overdue);
+        }
+        tk_timer_info info;
+        CHECK_EQ(tk_loop_timer_info(loop, ids[1], &info), -ENOENT);
+        free_loop(loop);
+    }
+}
+
 static const test_case tests[] = {
     {"oneshot_order", test_oneshot_order, 120},
     {"equal_deadlines", test_equal_deadlines, 120},
@@ -1397,6 +1460,7 @@ static const test_case tests[] = {
     {"stress", test_stress, 180},
     {"clock_change_handler", test_clock_change_handler, 120},
     {"missed_judged_when_fired", test_missed_judged_when_fired, 120},
+    {"due_behind", test_due_behind, 120},
 };
 
 int main(int argc, char **argv) {

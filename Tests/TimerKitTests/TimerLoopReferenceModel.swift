@@ -13,10 +13,12 @@ import TimerKit
 //   - advance(by: d, mode: m) jumps to each wake-up target, the least
 //     (fire date + tolerance) among the unparked timers of m (a repeating
 //     timer's tolerance is clamped to interval / 2), and runs a pass there. A
-//     pass first unparks the parked timers of m; then each clock offers its
-//     earliest timer (by deadline, then sequence) if it is due and older than
-//     the pass; the most overdue offer (then the smaller sequence) is taken:
-//     it fires if m is one of its modes and is parked otherwise.
+//     pass first unparks the parked timers of m; then each clock offers,
+//     among its timers older than the pass, the earliest (by deadline, then
+//     sequence) if it is due (a timer new in the pass waits for a later one,
+//     without holding up those behind it); the most overdue offer (then the
+//     smaller sequence) is taken: it fires if m is one of its modes and is
+//     parked otherwise.
 //   - A repeating timer is re-armed on its grid before its action runs:
 //     missed = (now - deadline) / interval, next = deadline + (missed + 1) *
 //     interval. A one-shot is out of the loop while its action runs; its
@@ -514,7 +516,7 @@ final class ModelLoop {
         var count = 0
         while true {
             var first = [-1, -1, -1]
-            for n in live where !timers[n].parked {
+            for n in live where !timers[n].parked && timers[n].seq < passSeq {
                 let t = timers[n]
                 let f = first[t.clock]
                 if f < 0 || (t.deadline, t.seq) < (timers[f].deadline, timers[f].seq) {
@@ -525,7 +527,7 @@ final class ModelLoop {
             var bestLate: Int64 = 0
             for n in first where n >= 0 {
                 let t = timers[n]
-                if t.deadline == .max || t.deadline > now || t.seq >= passSeq { continue }
+                if t.deadline == .max || t.deadline > now { continue }
                 let late = saturating(now, -t.deadline)
                 if best < 0 || late > bestLate || (late == bestLate && t.seq < timers[best].seq) {
                     best = n
