@@ -51,7 +51,7 @@ enum CooldownStateFile {
 
     static func encode(_ contents: Contents) -> [UInt8] {
         var body = ByteWriter()
-        body.paddedASCII(contents.bootID, width: bootIDSize)
+        body.paddedASCII(storedBootID(contents.bootID, width: bootIDSize), width: bootIDSize)
         body.duration(contents.savedAt.offset)
         // Cooldowns.write refuses more; a larger list is a programming error.
         precondition(contents.entries.count <= maximumEntries, "more cooldowns than a state file holds")

@@ -80,7 +80,8 @@ public final class Cooldowns: Sendable {
     ///   - trustedClock: a clock on the same loop's clocks, whose server
     ///     time carries the cooldowns across a reboot once it is synced.
     ///   - bootID: this boot's id (by default the trusted clock's readings',
-    ///     else the machine's); tests give one to play a reboot.
+    ///     else the machine's); tests give one to play a reboot. Any string
+    ///     works: one that is not short printable ASCII is saved as a hash.
     public init(
         center: CountdownCenter, file: String? = nil, trustedClock: TrustedClock? = nil,
         bootID: String? = nil
@@ -233,7 +234,9 @@ public final class Cooldowns: Sendable {
         }
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
-        guard let bootID, !bootID.isEmpty, contents.bootID == bootID else {
+        guard let bootID, !bootID.isEmpty,
+            contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
+        else {
             let outcome = restoreAfterReboot(contents, now: now)
             fileRead.withLock { $0 = true }
             // Saved at once on this boot, so that a second restart in this

@@ -98,7 +98,8 @@ public final class ManualClock: TimerClock, Sendable {
     /// moving it there as ``advance(by:)`` does but in the run's mode, as a
     /// real loop's run would: `clock.run(mode: .tracking, until: clock.now +
     /// .seconds(2))` plays a two-second drag. A run started from one of the
-    /// loop's own callbacks runs nested.
+    /// loop's own callbacks runs nested, unless an advance called that
+    /// callback (then it throws ``TimerError/busy``).
     ///
     /// The corresponding C function is `tk_loop_run`.
     ///

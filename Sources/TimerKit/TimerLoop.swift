@@ -136,7 +136,8 @@ public final class TimerLoop: @unchecked Sendable {
     /// A loop with nothing to do keeps waiting, since another thread may add a
     /// timer. Calling `run` from one of the loop's own callbacks runs it nested
     /// (say, in ``LoopMode/tracking`` while a drag lasts); ``stop()`` ends the
-    /// innermost run.
+    /// innermost run. (A callback that ``advance(by:mode:)`` called cannot:
+    /// an advance allows no nested run.)
     ///
     /// On a manual loop a run with a deadline moves the manual clocks to it,
     /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
@@ -145,7 +146,8 @@ public final class TimerLoop: @unchecked Sendable {
     /// The corresponding C function is `tk_loop_run`.
     ///
     /// - Throws: ``TimerError/busy`` if another thread is running the loop
-    ///   (or, on a manual loop, advancing it),
+    ///   (or, on a manual loop, advancing it), or if called from a callback
+    ///   of an advance,
     ///   ``TimerError/notARunMode(_:)`` for ``LoopMode/common``,
     ///   ``TimerError/tooManyModes(_:)``, ``TimerError/system(_:)`` if
     ///   waiting fails in the kernel.

@@ -27,7 +27,9 @@ package struct ByteWriter {
         int64(duration.saturatingNanoseconds)
     }
 
-    /// `text` as ASCII in exactly `width` bytes, cut or NUL-padded.
+    /// `text` as ASCII in exactly `width` bytes, cut or NUL-padded. A boot
+    /// id goes through ``storedBootID(_:width:)`` first, so that nothing is
+    /// cut.
     package mutating func paddedASCII(_ text: String, width: Int) {
         let prefix = Array(text.utf8.prefix(width))
         bytes += prefix + [UInt8](repeating: 0, count: width - prefix.count)
@@ -71,4 +73,31 @@ package struct ByteReader {
     package mutating func duration() -> Duration {
         .nanoseconds(int64())
     }
+}
+
+/// A boot id as a state file keeps it in a field of `width` bytes (at least
+/// 33) of printable ASCII. An id that is printable ASCII, fits, and does not
+/// start with `#` is kept as it is (a Linux boot id is 36 such characters);
+/// any other is kept as `#` and 32 lowercase hex digits of its UTF-8 bytes'
+/// 128-bit FNV-1a hash, so that any string works as a boot id and two ids
+/// match after saving exactly when they are equal (but for a 2^-128 chance).
+/// Such a form is kept as it is: the function gives its own results back.
+package func storedBootID(_ id: String, width: Int) -> String {
+    let bytes = Array(id.utf8)
+    let printable = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+    let isHashForm = bytes.count == 33 && bytes.first == UInt8(ascii: "#")
+        && bytes.dropFirst().allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    if printable && bytes.count <= width && (bytes.first != UInt8(ascii: "#") || isHashForm) {
+        return id
+    }
+    // FNV-1a, 128 bits: the offset basis and prime of the published
+    // parameters.
+    var hash: UInt128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d
+    let prime: UInt128 = 0x0000_0000_0100_0000_0000_0000_0000_013b
+    for byte in bytes {
+        hash ^= UInt128(byte)
+        hash = hash &* prime
+    }
+    let hex = String(hash, radix: 16)
+    return "#" + String(repeating: "0", count: 32 - hex.count) + hex
 }

@@ -78,7 +78,9 @@ extension TrustedClock {
     /// Restores from the saved form; changes nothing if it throws.
     func restore(encoded bytes: [UInt8]) throws(TrustedTimeError) -> RestoreOutcome {
         let contents = try TrustedClockStateFile.decode(bytes)
-        guard let bootID = readings.bootID, !bootID.isEmpty, contents.bootID == bootID else {
+        guard let bootID = readings.bootID, !bootID.isEmpty,
+            contents.bootID == storedBootID(bootID, width: TrustedClockStateFile.bootIDSize)
+        else {
             state.withLock { state in
                 if state.best == nil { state.staleStateRejected = true }
             }

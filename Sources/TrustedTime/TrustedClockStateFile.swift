@@ -50,7 +50,7 @@ enum TrustedClockStateFile {
 
     static func encode(_ contents: Contents) -> [UInt8] {
         var body = ByteWriter()
-        body.paddedASCII(contents.bootID, width: bootIDSize)
+        body.paddedASCII(storedBootID(contents.bootID, width: bootIDSize), width: bootIDSize)
         body.duration(contents.savedAtBoot.offset)
         body.duration(contents.savedAtWall)
         var flags: UInt32 = 0

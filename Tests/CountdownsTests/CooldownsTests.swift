@@ -72,6 +72,31 @@ struct CooldownsTests {
         #expect(cooldowns3.all.isEmpty)
     }
 
+    /// Boot ids a state file cannot keep as they are: not ASCII, with a
+    /// control character, longer than its 40-byte field, or starting with
+    /// the `#` of the form it keeps them in; and ones it can.
+    static let unusualBootIDs = [
+        "bööt", "tab\tid", String(repeating: "x", count: 41), String(repeating: "é", count: 30),
+        "#abc", "#" + String(repeating: "0", count: 32), String(repeating: "y", count: 40), "b",
+    ]
+
+    @Test("any string is a boot id: a restart in the same boot restores the true remaining time", arguments: unusualBootIDs)
+    func unusualBootID(_ bootID: String) throws {
+        let path = temporaryPath("state")
+        let (loop, _, cooldowns) = try process(boot: .seconds(1_000), bootID: bootID, path: path)
+        try cooldowns.cooldown(key: "code", duration: .seconds(60))
+        try loop.advance(by: .seconds(10))
+        let (_, _, cooldowns2) = try process(boot: .seconds(1_010), bootID: bootID, path: path)
+        #expect(try cooldowns2.restore() == .sameBoot(restored: 1))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(50))
+        try cooldowns2.save()
+        // Another id, even one that shares the first 40 bytes: another boot.
+        let other = bootID + "2"
+        let (_, _, cooldowns3) = try process(boot: .seconds(1_020), bootID: other, path: path)
+        #expect(try cooldowns3.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(cooldowns3.remaining(key: "code") == .seconds(50))
+    }
+
     @Test("after a reboot without a synced clock: the time left when saved, never less")
     func rebootWithoutSync() throws {
         let path = temporaryPath("state")

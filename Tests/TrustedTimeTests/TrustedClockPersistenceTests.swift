@@ -55,6 +55,23 @@ struct TrustedClockPersistenceTests {
         #expect(change.offset == .seconds(-7200))
     }
 
+    @Test(
+        "any string is a boot id: a restart in the same boot restores, another id does not",
+        arguments: ["bööt", "tab\tid", String(repeating: "x", count: 41), "#abc", "b"])
+    func unusualBootID(_ bootID: String) throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("trusted.state")
+        let readings = ScriptedReadings(bootID: bootID)
+        let clock = try syncedClock(readings)
+        try clock.save(to: path)
+        readings.advance(by: .seconds(60))
+        #expect(try TrustedClock(readings: readings).restore(from: path) == .restored(samples: 3))
+        // An id that shares the first 40 bytes is another boot.
+        let other = ScriptedReadings(bootID: bootID + "2")
+        #expect(try TrustedClock(readings: other).restore(from: path) == .fromAnotherBoot)
+    }
+
     @Test("a reboot: the saved state is not trusted, and the clock asks for a sync")
     func reboot() throws {
         let directory = TrustedTestDirectory()
