@@ -10,8 +10,8 @@
 # 60, 120 and 240 Hz; executor-peers: an actor on a TimerLoop sleeping on
 # TimerKit's clock against a default actor sleeping with Task.sleep; each
 # measured in one run; timer-cost: a LoopTimer against the C core at 1k, 100k
-# and 1M pending, without the malloc interposer, then the C core with each
-# handle in a block of its own; queue-peers: QueueTimer
+# and 1M pending, without the malloc interposer, beside the C core with each
+# handle in a Swift object and in a malloc'd block of its own; queue-peers: QueueTimer
 # against DispatchSourceTimer). timer-peers also draws its
 # figures as SVG charts into build/charts/.
 #

@@ -117,13 +117,16 @@ func makeCoreLoop() throws -> OpaquePointer {
 }
 
 /// Schedules a one-shot timer `delay` from now with a C function as the
-/// callback, writing its handle to `id`.
+/// callback and `context` as its context, writing its handle to `id`.
 @inline(__always)
-func scheduleCoreTimer(_ loop: OpaquePointer, _ delay: Int64, _ id: UnsafeMutablePointer<tk_timer_id>) throws {
+func scheduleCoreTimer(
+    _ loop: OpaquePointer, _ delay: Int64, _ id: UnsafeMutablePointer<tk_timer_id>,
+    context: UnsafeMutableRawPointer? = nil
+) throws {
     var spec = tk_timer_spec(
         clock: TK_CLOCK_MONOTONIC, delay_ns: delay, deadline_ns: 0, interval_ns: 0, leeway_ns: 0, modes: 1,
         flags: 0)
-    let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, nil, id)
+    let result = tk_loop_schedule(loop, &spec, { _, _, _, _ in }, context, id)
     guard result == 0 else { throw SideFailure("tk_loop_schedule returned \(result)") }
 }
 
@@ -260,6 +263,89 @@ final class CoreBoxedScheduleSide: ScheduleSide {
             _ = tk_loop_cancel(loop, box[4])
             free(box)
         }
+        pending = []
+    }
+}
+
+/// The C core with each handle in a Swift object of its own, as large as a
+/// `LoopTimer` (104 bytes, the handle where a `LoopTimer` keeps its own),
+/// which the loop keeps alive while its timer is scheduled, as it keeps a
+/// `LoopTimer`: a reference passed as the timer's context at schedule and
+/// released by the loop's release handler. The object is read back to cancel
+/// and freed when the side lets go of it. This is what any Swift API with
+/// one class instance per timer pays at the least: a `LoopTimer`'s row less
+/// this one is what its own code costs (see `TimerCost`).
+final class CoreObjectScheduleSide: ScheduleSide {
+    static let sideName = "C core + Swift object per timer"
+    let name = CoreObjectScheduleSide.sideName
+    private let loop: OpaquePointer
+    private var pending: [TimerObject] = []
+
+    /// 16 bytes of object header, then 88 of fields, the handle at byte 32.
+    final class TimerObject {
+        var before: (Int64, Int64) = (0, 0)
+        /// Written by `tk_loop_schedule` through a pointer, once.
+        @exclusivity(unchecked) var id: tk_timer_id = 0
+        var after: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    init() throws {
+        loop = try makeCoreLoop()
+        let result = tk_loop_set_release_handler(loop) { _, context in
+            Unmanaged<TimerObject>.fromOpaque(context!).release()
+        }
+        guard result == 0 else {
+            _ = tk_loop_destroy(loop)
+            throw SideFailure("tk_loop_set_release_handler returned \(result)")
+        }
+    }
+
+    /// Releases the loop's reference to every object still scheduled.
+    deinit { _ = tk_loop_destroy(loop) }
+
+    @inline(__always)
+    private func schedule(_ delay: Int64) throws -> TimerObject {
+        let object = TimerObject()
+        // The loop's reference, released by the release handler.
+        let context = Unmanaged.passRetained(object)
+        do {
+            try withUnsafeMutablePointer(to: &object.id) { id in
+                try scheduleCoreTimer(loop, delay, id, context: context.toOpaque())
+            }
+        } catch {
+            context.release()
+            throw error
+        }
+        return object
+    }
+
+    @inline(__always)
+    private func cancel(_ object: TimerObject) throws {
+        let result = tk_loop_cancel(loop, object.id)
+        guard result == 0 else { throw SideFailure("tk_loop_cancel returned \(result)") }
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(try schedule(delay)) }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { try cancel(try schedule(delay)) }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let object = try schedule(delays[i])
+            try cancel(pending[victims[i]])
+            pending[victims[i]] = object
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for object in pending { _ = tk_loop_cancel(loop, object.id) }
         pending = []
     }
 }
