@@ -375,11 +375,12 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * do keeps waiting: another thread may schedule a timer or stop it.
  *
  * Each pass fires, in deadline order, every timer of the mode whose deadline
- * had passed when the pass began, whatever the callbacks before it do: a
- * timer a callback schedules or reschedules fires in a later pass, even with
- * a deadline long past, and a due timer of the mode that a nested run in
- * another mode sets aside is the pass's again once that run returns. Then
- * the pass handles ready descriptors, then the loop sleeps until the earliest
+ * had passed when the pass began and that is still scheduled when its turn
+ * comes (unless a stop ends the pass first). A timer a callback schedules or
+ * reschedules fires in a later pass, even with a deadline long past, without
+ * holding up the due timers behind it; a due timer of the mode that a nested
+ * run in another mode sets aside is the pass's again once that run returns.
+ * Then the pass handles ready descriptors, then the loop sleeps until the earliest
  * (deadline + leeway) among the mode's timers, so timers close together share
  * one wake-up. A timer that came due while the loop ran a mode outside its
  * set fires once when the loop next runs a mode of its set.
@@ -590,8 +591,9 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
  * for a handle that names no scheduled timer (never scheduled, already
  * cancelled, a one-shot timer that has fired, or, seen from another thread
  * than the loop's, a one-shot whose callback is running), -EINVAL for NULL.
- * Cancelling a timer from inside its own callback is allowed, and returns 0
- * once for a one-shot (which the loop was about to let go of anyway). O(log n).
+ * Cancelling a timer from inside its own callback is allowed; for a one-shot
+ * that the loop's pass fired, it returns 0 once (the loop was about to let go
+ * of it anyway), and after tk_loop_fire, -ENOENT. O(log n).
  */
 int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
 
@@ -614,9 +616,10 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id timer, tk_timer_info *info);
  * one-shot timer is then done (cancelled first, so the callback sees it
  * gone); a repeating timer keeps its schedule. It is the caller's call: it
  * runs the callback even while a callback of the same timer runs (its own,
- * or the loop's on another thread), so a callback that fires its own timer
- * recurses. (The loop itself never fires a timer whose callback is running;
- * see tk_loop_run.) 0, -ENOENT or -EINVAL.
+ * or the loop's on another thread), so a repeating timer's callback that
+ * fires its own timer recurses (a one-shot's gets -ENOENT: it is no longer
+ * scheduled). The loop itself never fires a timer whose callback is running;
+ * see tk_loop_run. 0, -ENOENT or -EINVAL.
  */
 int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
 

@@ -497,12 +497,16 @@ static void unpark(tk_loop *loop, unsigned mode) {
 
 /* Puts every held timer back in heap order, with its deadline and seq: a
  * pass ends (they fire in a later one), or a nested pass begins (they were
- * placed before it, so it may fire them). */
+ * placed before it, so it may fire them). Each counts as placed in the
+ * latest pass, so that the next pass takes it even when the pass numbers
+ * had wrapped around it. */
 static void release_held(tk_loop *loop) {
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         tk__heap *heap = &loop->heaps[clock];
         for (uint32_t index = heap->count; index < heap->count + heap->held; index++) {
-            loop->timers[heap->entries[index].slot].state = TK__TIMER_SCHEDULED;
+            tk__timer *timer = &loop->timers[heap->entries[index].slot];
+            timer->state = TK__TIMER_SCHEDULED;
+            timer->placed_pass = loop->pass;
         }
         tk__heap_release_held(heap, loop->positions);
     }
@@ -607,7 +611,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
          * back by a callback, or re-armed by a nested run's pass) fires in a
          * later pass: it is held, out of the way of the due timers behind it,
          * until the pass ends. Pass numbers wrap: a timer that waited 2^31
-         * passes looks new for one. A timer never fires while a callback of
+         * passes looks new for one (release_held). A timer never fires while a callback of
          * it runs (a nested run called from it, or tk_loop_fire on another
          * thread): it waits, deferred, until that callback returns.
          * Otherwise a due timer outside the mode waits, parked, for a run in
@@ -639,13 +643,11 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
             timer->state = TK__TIMER_FIRING;
         } else {
             /* Judged now, not at the start of the pass: a slow callback
-             * earlier in the pass may have made this fire later by whole
-             * periods. (A manual loop's `now` is its live time already.) */
+             * earlier in the pass, or a nested run that moved a manual
+             * loop's time, may have made this fire later by whole periods. */
             int64_t fired_at = now[clock];
-            if (!loop->manual) {
-                int64_t read = tk__clock_read((tk_clock)clock);
-                if (read > fired_at) fired_at = read;
-            }
+            int64_t live = loop->manual ? loop->manual_now[clock] : tk__clock_read((tk_clock)clock);
+            if (live > fired_at) fired_at = live;
             int64_t next = next_on_grid(entry.deadline, timer->interval, fired_at, &missed);
             tk__heap_update(heap, loop->positions, 0, next, loop->next_seq++);
             timer->placed_pass = loop->pass;

@@ -60,7 +60,9 @@
  *     without a revival, the timer is dead, also to callbacks of it still
  *     running (one revived it, and a nested run fired it again). A repeating timer is re-armed before
  *     its callback runs: missed = (now - deadline) / interval and
- *     next = deadline + (missed + 1) * interval, both computed exactly (only
+ *     next = deadline + (missed + 1) * interval, with `now` the clock's
+ *     reading at that moment (a nested run may have moved it past the
+ *     pass's), both computed exactly (only
  *     `next` is saturated), with a new seq.
  *   - fire(id): a one-shot is cancelled (its handle goes stale at once, so
  *     inside the callback every call with it returns -ENOENT), then its
@@ -427,7 +429,10 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
         if (t->interval == 0) {
             ref_set_state(ref, best, REF_FIRING);
         } else {
-            t->deadline = ref_next_on_grid(t->deadline, t->interval, now[t->clock], &missed);
+            /* On the grid at the clock's reading now: a nested run from an
+             * earlier callback may have moved it past the pass's `now`. */
+            int64_t at = ref->now[t->clock] > now[t->clock] ? ref->now[t->clock] : now[t->clock];
+            t->deadline = ref_next_on_grid(t->deadline, t->interval, at, &missed);
             t->seq = ref->seq++;
         }
         fired++;

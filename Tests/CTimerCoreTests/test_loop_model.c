@@ -1925,6 +1925,38 @@ static void scenario_due_behind(void) {
     }
 }
 
+/* A repeating timer due behind a callback whose nested run in another mode
+ * moved the clocks 100 ms on: it fires once, in the same pass, on its grid
+ * at the time the nested run left (missed 10), as on a real loop. */
+static void scenario_repeating_behind_nested_run(void) {
+    for (int way = 0; way < 2; way++) { /* a run with a deadline, NOWAIT */
+        scenario_begin("repeating-behind-nested-run", 0);
+        if (S_failed) { scenario_end(); return; }
+        behind b = {BEHIND_NESTED_RUN, 0, 99};
+        S->hook = behind_hook;
+        S->hook_data = &b;
+        int64_t due = way == 0 ? 10 * MSEC : 0;
+        uint32_t t0 = sched(spec_in(TK_CLOCK_MONOTONIC, due, 0, 0, TK_MODES(0)));
+        uint32_t t1 = sched(spec_in(TK_CLOCK_MONOTONIC, due, 10 * MSEC, 0, TK_MODES(0)));
+        int rc = way == 0 ? w_run(S, 0, 10 * MSEC, 0) : w_run(S, 0, TK_FOREVER, TK_RUN_NOWAIT);
+        EXPECT(rc == (way == 0 ? TK_RUN_TIMED_OUT : TK_RUN_PASSED), "way %d returned %d", way, rc);
+        EXPECT(b.nested_result == TK_RUN_TIMED_OUT, "way %d: nested run returned %d", way,
+               b.nested_result);
+        EXPECT(S->nlog == 2, "way %d: %zu callbacks, want 2", way, S->nlog);
+        if (S->nlog >= 2) {
+            EXPECT(S->log[0].rec == t0 && S->log[1].rec == t1, "way %d: T%u, T%u", way,
+                   S->log[0].rec, S->log[1].rec);
+            EXPECT(S->log[1].missed == 10 && S->log[1].now[TK_CLOCK_MONOTONIC] == due + 100 * MSEC,
+                   "way %d: T1 missed %" PRIu64 " at %" PRId64, way, S->log[1].missed,
+                   S->log[1].now[TK_CLOCK_MONOTONIC]);
+        }
+        tk_timer_info info;
+        EXPECT(w_info(S, S->handles[t1], &info) == 0 && info.deadline_ns == due + 110 * MSEC,
+               "way %d: T1's next deadline %" PRId64, way, info.deadline_ns);
+        scenario_end();
+    }
+}
+
 /* With nothing scheduled, a run with a deadline moves the clocks to it and
  * times out; a deadline already past leaves them; TK_RUN_NOWAIT and
  * TK_FOREVER do not move time. */
@@ -2210,7 +2242,10 @@ static void test_run_until_idle(void) {
     on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
 }
 static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
-static void test_due_behind(void) { on_both_worlds_isolated(scenario_due_behind, "due-behind"); }
+static void test_due_behind(void) {
+    on_both_worlds_isolated(scenario_due_behind, "due-behind");
+    on_both_worlds_isolated(scenario_repeating_behind_nested_run, "repeating-behind-nested-run");
+}
 static void test_refire_in_nested_run(void) {
     on_both_worlds_isolated(scenario_refire_in_nested_run, "refire-in-nested-run");
     on_both_worlds_isolated(scenario_repeating_in_modal_run, "repeating-in-modal-run");
