@@ -318,8 +318,8 @@ const char *tk_strerror(int error);
 
 /**
  * The symbolic name of an errno value, "ENOMEM" for ENOMEM or -ENOMEM, or
- * NULL for a value with no name (and, on a C library other than glibc 2.32
- * or later, for every value). Thread-safe; the string is constant.
+ * NULL for 0 and for a value with no name (and, on a C library other than
+ * glibc 2.32 or later, for every value). Thread-safe; the string is constant.
  */
 const char *tk_errno_name(int error);
 
@@ -423,6 +423,11 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass at the
  * current time; TK_RUN_ONCE moves time from wake-up to wake-up until a pass
  * has handled something.
+ *
+ * After each pass the checks come in this order: a stop (TK_RUN_STOPPED);
+ * with TK_RUN_ONCE, something handled (TK_RUN_PASSED); a deadline reached
+ * (TK_RUN_TIMED_OUT, with TK_RUN_NOWAIT too); then TK_RUN_NOWAIT
+ * (TK_RUN_PASSED).
  */
 int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t flags);
 
@@ -631,7 +636,9 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * Calls `fn` whenever `fd` is ready for any of `events` (TK_IO_READABLE,
  * TK_IO_WRITABLE; level-triggered), in every mode. Watching an fd that is
  * already watched replaces its events, function and context. The loop does
- * not own `fd`: unwatch it before closing it. Returns 0, -EINVAL, -ENOMEM or
+ * not own `fd`: unwatch it before closing it (after a close without, watching
+ * the number again, for a new descriptor, fails with -ENOENT until
+ * tk_loop_unwatch_fd is called on it). Returns 0, -EINVAL, -ENOMEM or
  * the errno of epoll_ctl (e.g. -EBADF, -EPERM for a regular file). The loop
  * keeps one small entry per watched fd, whatever its number, and gives the
  * memory back as watches end. O(1).

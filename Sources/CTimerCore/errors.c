@@ -28,6 +28,8 @@ const char *tk_strerror(int error) {
 }
 
 const char *tk_errno_name(int error) {
+    /* glibc names 0 "0": no errno, so no name. */
+    if (error == 0) return NULL;
     return strerrorname_np(magnitude(error));
 }
 

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1613,6 +1614,18 @@ static void test_watch_table(void) {
     close(fds[1]);
 }
 
+/* Names and texts of errno values, including the ones that are no errno. */
+static void test_errno_names(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    CHECK(tk_errno_name(-ENOMEM) != NULL && strcmp(tk_errno_name(-ENOMEM), "ENOMEM") == 0);
+    CHECK(tk_errno_name(EBUSY) != NULL && strcmp(tk_errno_name(EBUSY), "EBUSY") == 0);
+#endif
+    CHECK(tk_errno_name(0) == NULL);
+    CHECK(tk_errno_name(4095) == NULL);
+    CHECK(tk_errno_name(INT_MIN) == NULL);
+    CHECK(tk_strerror(INT_MIN) != NULL && tk_strerror(4095) != NULL);
+}
+
 static const test_case tests[] = {
     /* first: it forks, and is best done before any thread exists */
     {"emfile", test_emfile, 300},
@@ -1634,6 +1647,7 @@ static const test_case tests[] = {
     {"watch_errors", test_watch_errors, 300},
     {"foreign_handles", test_foreign_handles, 60},
     {"watch_bad_fd_costs_nothing", test_watch_bad_fd_costs_nothing, 60},
+    {"errno_names", test_errno_names, 60},
     {"watch_table", test_watch_table, 120},
 };
 

@@ -12,6 +12,7 @@ struct ErrnoTests {
         #expect(Errno(rawValue: -EBUSY) == .resourceBusy)
         #expect(Errno.noMemory.name == "ENOMEM")
         #expect(Errno(rawValue: 4_000).name == nil)
+        #expect(Errno(rawValue: 0).name == nil)
         #expect(Errno(rawValue: 4_000).description == "Unknown error (errno 4000)")
     }
 
