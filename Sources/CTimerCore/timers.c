@@ -611,11 +611,11 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
          * back by a callback, or re-armed by a nested run's pass) fires in a
          * later pass: it is held, out of the way of the due timers behind it,
          * until the pass ends. Pass numbers wrap: a timer that waited 2^31
-         * passes looks new for one (release_held). A timer never fires while a callback of
-         * it runs (a nested run called from it, or tk_loop_fire on another
-         * thread): it waits, deferred, until that callback returns.
-         * Otherwise a due timer outside the mode waits, parked, for a run in
-         * one of its modes. */
+         * passes looks new for one (see release_held). A timer never fires
+         * while a callback of it runs (a nested run called from it, or
+         * tk_loop_fire on another thread): it waits, deferred, until that
+         * callback returns. Otherwise a due timer outside the mode waits,
+         * parked, for a run in one of its modes. */
         uint8_t wait = (int32_t)(timer->placed_pass - pass) >= 0 ? TK__TIMER_HELD
                        : timer->callbacks > 0                    ? TK__TIMER_DEFERRED
                        : !(timer->modes & bit)                   ? TK__TIMER_PARKED

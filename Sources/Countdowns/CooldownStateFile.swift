@@ -51,7 +51,7 @@ enum CooldownStateFile {
 
     static func encode(_ contents: Contents) -> [UInt8] {
         var body = ByteWriter()
-        body.paddedASCII(storedBootID(contents.bootID, width: bootIDSize), width: bootIDSize)
+        body.bootID(contents.bootID, width: bootIDSize)
         body.duration(contents.savedAt.offset)
         // Cooldowns.write refuses more; a larger list is a programming error.
         precondition(contents.entries.count <= maximumEntries, "more cooldowns than a state file holds")
@@ -87,11 +87,9 @@ enum CooldownStateFile {
             throw .stateFileCorrupt("body length \(bodyBytes.count) is shorter than \(fixedBodySize)")
         }
         var body = ByteReader(bodyBytes)
-        let idBytes = body.take(bootIDSize)
-        let idText = idBytes.prefix(while: { $0 != 0 })
-        guard idBytes.dropFirst(idText.count).allSatisfy({ $0 == 0 }),
-            idText.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
-        else { throw .stateFileCorrupt("boot id is not NUL-padded ASCII") }
+        guard let bootID = body.bootID(width: bootIDSize) else {
+            throw .stateFileCorrupt("boot id is not NUL-padded ASCII")
+        }
         let savedAt = body.duration()
         let count = Int(body.uint32())
         let reserved = body.uint32()
@@ -125,7 +123,7 @@ enum CooldownStateFile {
         }
         guard left == 0 else { throw .stateFileCorrupt("\(left) bytes after the last entry") }
         return Contents(
-            bootID: String(decoding: idText, as: UTF8.self), savedAt: BootClock.Instant(offset: savedAt),
+            bootID: bootID, savedAt: BootClock.Instant(offset: savedAt),
             entries: entries)
     }
 }

@@ -27,12 +27,11 @@ package struct ByteWriter {
         int64(duration.saturatingNanoseconds)
     }
 
-    /// `text` as ASCII in exactly `width` bytes, cut or NUL-padded. A boot
-    /// id goes through ``storedBootID(_:width:)`` first, so that nothing is
-    /// cut.
-    package mutating func paddedASCII(_ text: String, width: Int) {
-        let prefix = Array(text.utf8.prefix(width))
-        bytes += prefix + [UInt8](repeating: 0, count: width - prefix.count)
+    /// A boot id in exactly `width` bytes: its ``storedBootID(_:width:)``
+    /// form, printable ASCII that fits, NUL-padded.
+    package mutating func bootID(_ id: String, width: Int) {
+        let stored = Array(storedBootID(id, width: width).utf8)
+        bytes += stored + [UInt8](repeating: 0, count: width - stored.count)
     }
 }
 
@@ -51,6 +50,18 @@ package struct ByteReader {
     package mutating func take(_ count: Int) -> ArraySlice<UInt8> {
         defer { position += count }
         return bytes[position..<(position + count)]
+    }
+
+    /// A boot id that ``ByteWriter/bootID(_:width:)`` wrote (its stored
+    /// form), or `nil` if the `width` bytes are not NUL-padded printable
+    /// ASCII.
+    package mutating func bootID(width: Int) -> String? {
+        let field = take(width)
+        let text = field.prefix(while: { $0 != 0 })
+        guard field.dropFirst(text.count).allSatisfy({ $0 == 0 }),
+            text.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
+        else { return nil }
+        return String(decoding: text, as: UTF8.self)
     }
 
     package mutating func uint16() -> UInt16 {

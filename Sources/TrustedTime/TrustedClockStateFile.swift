@@ -50,7 +50,7 @@ enum TrustedClockStateFile {
 
     static func encode(_ contents: Contents) -> [UInt8] {
         var body = ByteWriter()
-        body.paddedASCII(storedBootID(contents.bootID, width: bootIDSize), width: bootIDSize)
+        body.bootID(contents.bootID, width: bootIDSize)
         body.duration(contents.savedAtBoot.offset)
         body.duration(contents.savedAtWall)
         var flags: UInt32 = 0
@@ -107,11 +107,9 @@ enum TrustedClockStateFile {
         }
 
         var body = ByteReader(bodyBytes)
-        let idBytes = body.take(bootIDSize)
-        let idText = idBytes.prefix(while: { $0 != 0 })
-        guard idBytes.dropFirst(idText.count).allSatisfy({ $0 == 0 }),
-            idText.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
-        else { throw .stateFileCorrupt("boot id is not NUL-padded ASCII") }
+        guard let bootID = body.bootID(width: bootIDSize) else {
+            throw .stateFileCorrupt("boot id is not NUL-padded ASCII")
+        }
         let savedAtBoot = body.duration()
         let savedAtWall = body.duration()
         let flags = body.uint32()
@@ -165,7 +163,7 @@ enum TrustedClockStateFile {
             samples.append(sample)
         }
         return Contents(
-            bootID: String(decoding: idText, as: UTF8.self),
+            bootID: bootID,
             savedAtBoot: BootClock.Instant(offset: savedAtBoot), savedAtWall: savedAtWall,
             acceptedOffset: flags & 1 != 0 ? acceptedOffset : nil,
             unsyncedBaseline: flags & 2 != 0 ? baseline : nil,
