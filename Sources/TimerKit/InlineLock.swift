@@ -10,13 +10,22 @@ import Musl
 /// allocation of its own: what keeps a ``LoopTimer`` at one allocation.
 ///
 /// It is a test-and-set lock on one atomic flag: taking it free costs one
-/// compare-and-swap, and a thread that finds it held spins briefly, then
-/// yields the processor until it is free. That suits sections of a few
+/// compare-and-swap, and releasing it one store. That suits sections of a few
 /// instructions and C calls that do not wait (a timer's state and the
 /// `tk_loop_*` call that goes with it), never code that may block. The flag is
 /// an `Atomic`, inlined into this module, so ThreadSanitizer sees its
 /// acquire and release (unlike `Synchronization.Mutex`'s; see
 /// ``ThreadLocked``).
+///
+/// A thread that finds it held spins briefly (the holder is running on
+/// another processor and about to let go), then yields the processor a few
+/// times (to a holder of its own priority waiting for this processor), then
+/// sleeps, for 2 µs at first and longer each time, up to 128 µs. The sleep is
+/// what lets a holder of lower priority run: a loop thread at a `SCHED_FIFO`
+/// priority (``LoopPrecision/realtimePriority``) that preempted an ordinary
+/// thread in the middle of a section would otherwise spin and yield to no
+/// one, keeping that thread off its processor until the kernel's real-time
+/// throttling stepped in, about a second later.
 struct InlineLock: ~Copyable, Sendable {
     private let held = Atomic<Bool>(false)
 
@@ -35,7 +44,8 @@ struct InlineLock: ~Copyable, Sendable {
 
     @inline(never)
     private func lockContended() {
-        var spins = 0
+        var attempts = 0
+        var pause = Self.firstPause
         while true {
             if !held.load(ordering: .relaxed)
                 && held.compareExchange(
@@ -45,12 +55,26 @@ struct InlineLock: ~Copyable, Sendable {
             {
                 return
             }
-            spins += 1
-            // A holder that was preempted cannot finish while this spins:
-            // after a short spin, let it run.
-            if spins >= 64 { sched_yield() }
+            attempts += 1
+            if attempts <= Self.spins { continue }
+            if attempts <= Self.spins + Self.yields {
+                sched_yield()
+                continue
+            }
+            // The holder is not running: block, so that it can, whatever
+            // its priority against this thread's.
+            var sleep = timespec(tv_sec: 0, tv_nsec: pause)
+            nanosleep(&sleep, nil)
+            pause = min(pause * 2, Self.longestPause)
         }
     }
+
+    /// Failed attempts spent spinning, then yielding, before sleeping.
+    static let spins = 64
+    static let yields = 8
+    /// The first sleep and the longest, in nanoseconds.
+    static let firstPause = 2_000
+    static let longestPause = 128_000
 
     /// Releases the lock, which the calling thread holds.
     @inline(__always)
