@@ -638,10 +638,12 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * already watched replaces its events, function and context. The loop does
  * not own `fd`: unwatch it before closing it (after a close without, watching
  * the number again, for a new descriptor, fails with -ENOENT until
- * tk_loop_unwatch_fd is called on it). Returns 0, -EINVAL, -ENOMEM or
- * the errno of epoll_ctl (e.g. -EBADF, -EPERM for a regular file). The loop
- * keeps one small entry per watched fd, whatever its number, and gives the
- * memory back as watches end. O(1).
+ * tk_loop_unwatch_fd is called on it; the number may even be one the loop
+ * opened for itself meanwhile, which neither call disturbs). Returns 0,
+ * -EINVAL, -ENOMEM or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
+ * regular file, -EEXIST for a descriptor of the loop's own). The loop keeps
+ * one small entry per watched fd, whatever its number, and gives the memory
+ * back as watches end. O(1).
  */
 int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
                      void *context);

@@ -442,7 +442,9 @@ int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate) 
 }
 
 int tk_frame_ticker_set_modes(tk_frame_ticker *ticker, tk_mode_set modes) {
-    if (ticker == NULL) return -EINVAL;
+    /* Checked here: from the ticker's own callback, rearm defers to the
+     * loop's re-arm after it, whose failure would stop the ticker. */
+    if (ticker == NULL || (modes & TK_MODES_INVALID)) return -EINVAL;
     if (modes == 0) modes = TK_MODES(TK_MODE_DEFAULT);
     pthread_mutex_lock(&ticker->lock);
     int result = ticker->error;

@@ -541,6 +541,18 @@ int tk_loop_runs_on_this_thread(tk_loop *loop) {
 
 /* ---- Watched descriptors -------------------------------------------------------- */
 
+/* Whether `fd` is one of the loop's own descriptors. A watched fd closed
+ * without unwatching leaves its number free, and the loop may open one of its
+ * own under it: epoll_ctl on that number would then reach the loop's own
+ * registration, which no watch call may change. */
+static int is_loop_fd(const tk_loop *loop, int fd) {
+    if (fd == loop->epoll_fd || fd == loop->wake_fd) return 1;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        if (fd == loop->timer_fds[clock]) return 1;
+    }
+    return 0;
+}
+
 int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *context) {
     if (loop == NULL || fn == NULL || fd < 0) return -EINVAL;
     if (events == 0 || (events & ~(TK_IO_READABLE | TK_IO_WRITABLE))) return -EINVAL;
@@ -548,6 +560,13 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
     int result = 0;
     tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
     int watched = watch != NULL;
+    if (is_loop_fd(loop, fd)) {
+        /* Watched: the descriptor watched was closed, and the number is the
+         * loop's now (-ENOENT, as for any number re-used after a close).
+         * Not watched: epoll already holds it, as the loop's. */
+        pthread_mutex_unlock(&loop->lock);
+        return watched ? -ENOENT : -EEXIST;
+    }
     uint32_t generation;
     if (watched) {
         generation = watch->generation;
@@ -584,8 +603,9 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd) {
     int result = -ENOENT;
     tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
     if (watch != NULL) {
-        /* If the fd was closed already, epoll dropped it: nothing to undo. */
-        (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+        /* If the fd was closed already, epoll dropped it: nothing to undo,
+         * and the number may be the loop's own now, which stays. */
+        if (!is_loop_fd(loop, fd)) (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
         tk__watch_table_remove(&loop->watches, watch);
         result = 0;
     }

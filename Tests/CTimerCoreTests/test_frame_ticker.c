@@ -56,6 +56,8 @@ typedef struct recorder {
     int destroy_at;    /* destroy it from its callback at this index */
     double rate_at_hz; /* with rate_at: a new fixed rate set from the callback */
     int rate_at;
+    int bad_modes_at;  /* ask for an invalid mode set from the callback at this index */
+    int bad_modes_result;
     int fillers;       /* timers scheduled by fill_heap */
     atomic_int releases;
     atomic_int after_release; /* callbacks after the release: must stay 0 */
@@ -67,6 +69,7 @@ static void recorder_init(recorder *r) {
     r->pause_at = -1;
     r->destroy_at = -1;
     r->rate_at = -1;
+    r->bad_modes_at = -1;
 }
 
 static tk_frame_rate_range fixed(double hz) {
@@ -97,6 +100,7 @@ static void on_frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *fra
     if (index == r->pause_at) CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
     if (index == r->rate_at) CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(r->rate_at_hz)), 0);
     if (index == r->destroy_at) CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    if (index == r->bad_modes_at) r->bad_modes_result = tk_frame_ticker_set_modes(ticker, TK_MODES(40));
 }
 
 static void noop_timer(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
@@ -408,6 +412,26 @@ static void test_modes(void) {
     CHECK_FRAME(&r, 1, 40, 0);
     CHECK_EQ(tk_frame_ticker_set_modes(ticker, TK_MODES(0) | TK_MODES(1)), 0);
     CHECK_EQ(tk_loop_advance(loop, TK_MODES(1), 10 * MS), 1);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* An invalid mode set asked for from the ticker's own callback is refused
+ * there, as anywhere: it used to be taken, and the re-arm after the callback
+ * then failed and stopped the ticker. */
+static void test_bad_modes_from_callback(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.bad_modes_at = 1;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 50 * MS), 5);
+    CHECK_EQ(r.bad_modes_result, -EINVAL);
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK_EQ(info.error, 0);
+    CHECK_EQ(info.modes, TK_MODES(TK_MODE_DEFAULT));
+    CHECK_FRAME(&r, 4, 50, 0);
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
     CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
@@ -741,6 +765,7 @@ static void test_destroy_while_a_callback_runs(void) {
 }
 
 static const test_case tests[] = {
+    {"bad_modes_from_callback", test_bad_modes_from_callback, 60},
     {"fixed_rate_grid", test_fixed_rate_grid, 60},
     {"no_drift_over_many_frames", test_no_drift_over_many_frames, 60},
     {"long_callback_drops_frames", test_long_callback_drops_frames, 60},

@@ -1440,6 +1440,72 @@ static void test_due_behind(void) {
     }
 }
 
+/* Watches `fd` with `probe`, then closes both ends of its pipe: the watch
+ * is stale, and the lowest free number is `fd`'s. */
+static int stale_watch(tk_loop *loop, io_probe *probe) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    probe->fd = p[0];
+    CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, io_fn, probe), 0);
+    close(p[0]);
+    close(p[1]);
+    return p[0];
+}
+
+/* Whether descriptor `fd` of this process is a timerfd. */
+static int is_timerfd(int fd) {
+    char path[64], target[64] = {0};
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return readlink(path, target, sizeof target - 1) > 0 &&
+           strcmp(target, "anon_inode:[timerfd]") == 0;
+}
+
+/* Runs `loop` for 200 ms on a thread; checks that the run ends at its
+ * deadline and that `fired` was set meanwhile. */
+static void check_run_fires(tk_loop *loop, atomic_int *fired) {
+    runner r;
+    runner_start(&r, loop, TK_MODES(0), sys_now(TK_CLOCK_MONOTONIC) + 200 * MS, 0);
+    CHECK(wait_flag(&r.done, PATIENCE));
+    if (!atomic_load(&r.done)) tk_loop_stop(loop); /* hung: end it to go on */
+    pthread_join(r.thread, NULL);
+    CHECK_EQ(r.rc, TK_RUN_TIMED_OUT);
+    CHECK(atomic_load(fired));
+}
+
+/* A watched fd closed without unwatching leaves its number free, and the
+ * loop's next timerfd takes it. Watching or unwatching that number then must
+ * not reach the loop's own registration: an unwatch that removed it left
+ * timers unfired and a run past its deadline, for good; a watch that
+ * changed it sent the timerfd's wake-ups to the watch's function. */
+static void test_fd_number_taken_by_loop(void) {
+    tk_loop *loop = new_loop();
+    static atomic_int fired;
+
+    /* Unwatching, as the header says to after a close. */
+    io_probe first = {0};
+    int number = stale_watch(loop, &first);
+    atomic_store(&fired, 0);
+    sched(loop, mkspec(TK_CLOCK_MONOTONIC, 20 * MS, 0, 0, TK_MODES(0), 0), set_flag_fn, &fired);
+    CHECK(is_timerfd(number)); /* the setup: the loop's monotonic timerfd */
+    CHECK_EQ(tk_loop_unwatch_fd(loop, number), 0); /* the stale watch goes */
+    CHECK_EQ(tk_loop_unwatch_fd(loop, number), -ENOENT);
+    check_run_fires(loop, &fired);
+
+    /* Watching it again first. */
+    io_probe second = {0};
+    number = stale_watch(loop, &second);
+    atomic_store(&fired, 0);
+    sched(loop, mkspec(TK_CLOCK_BOOTTIME, 20 * MS, 0, 0, TK_MODES(0), 0), set_flag_fn, &fired);
+    CHECK(is_timerfd(number)); /* the loop's boot-clock timerfd */
+    CHECK_EQ(tk_loop_watch_fd(loop, number, TK_IO_READABLE, io_fn, &second), -ENOENT);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, number), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, number, TK_IO_READABLE, io_fn, &second), -EEXIST);
+    check_run_fires(loop, &fired);
+
+    CHECK_EQ(first.calls + second.calls, 0);
+    free_loop(loop);
+}
+
 static const test_case tests[] = {
     {"oneshot_order", test_oneshot_order, 120},
     {"equal_deadlines", test_equal_deadlines, 120},
@@ -1461,6 +1527,7 @@ static const test_case tests[] = {
     {"clock_change_handler", test_clock_change_handler, 120},
     {"missed_judged_when_fired", test_missed_judged_when_fired, 120},
     {"due_behind", test_due_behind, 120},
+    {"fd_number_taken_by_loop", test_fd_number_taken_by_loop, 120},
 };
 
 int main(int argc, char **argv) {
