@@ -76,12 +76,12 @@ public class AnyLoopTimer: @unchecked Sendable {
         return try body(&guarded)
     }
 
-    /// A repeating interval in nanoseconds: at least 1 ns, since the core
-    /// reads 0 as "one-shot".
+    /// A repeating interval in whole nanoseconds, rounded up, so that the
+    /// grid never runs ahead of the one asked for: at least 1 ns, since the
+    /// core reads 0 as "one-shot".
     static func intervalNanoseconds(_ interval: Duration) throws(TimerError) -> Int64 {
-        let nanoseconds = interval.saturatingNanoseconds
-        guard nanoseconds >= 1 else { throw .invalidInterval(interval) }
-        return nanoseconds
+        guard interval >= .nanoseconds(1) else { throw .invalidInterval(interval) }
+        return interval.nanosecondsRoundedUp
     }
 
     /// A tolerance in nanoseconds (a part of a nanosecond counts as none).

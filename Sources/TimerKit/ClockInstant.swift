@@ -17,6 +17,10 @@
 /// from the standard library's `SuspendingClock.Instant` and
 /// `ContinuousClock.Instant`, which read the same kernel clocks on Linux.
 ///
+/// The kernel's clocks count whole nanoseconds, and so does TimerKit: a
+/// deadline or a delay with a part of a nanosecond is served at the next
+/// whole nanosecond, never before.
+///
 /// `Clock` only names the clock: it is not stored.
 public struct ClockInstant<Clock>: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
     /// Time since the clock's origin: boot for the monotonic and boot clocks,
@@ -77,9 +81,15 @@ extension ClockInstant where Clock: KernelClock {
 }
 
 extension ClockInstant {
-    /// The instant in whole nanoseconds for the C core, saturated to the
-    /// range of `Int64`.
+    /// The instant in whole nanoseconds, rounded toward the clock's origin
+    /// and saturated to the range of `Int64`: a reading, or where to move a
+    /// manual clock (never past the instant).
     var nanoseconds: Int64 { offset.saturatingNanoseconds }
+
+    /// The instant as a deadline for the C core: in whole nanoseconds,
+    /// rounded up, so that a deadline with a part of a nanosecond is due at
+    /// the next whole one, never before it.
+    var deadlineNanoseconds: Int64 { offset.nanosecondsRoundedUp }
 
     /// The instant the C core names in nanoseconds.
     init(nanoseconds: Int64) {

@@ -35,4 +35,18 @@ extension Duration {
         }
         return quotient > UInt64(Int64.max) ? .max : Int64(quotient)
     }
+
+    /// The duration in whole nanoseconds, rounded up and saturated to the
+    /// range of `Int64`: what a delay or a deadline becomes for the C core,
+    /// whose clocks count whole nanoseconds, so that a part of a nanosecond
+    /// never makes anything due early.
+    @inlinable
+    package var nanosecondsRoundedUp: Int64 {
+        let truncated = saturatingNanoseconds
+        // Rounded toward zero is already rounded up for a negative duration.
+        guard truncated < .max, Int128(truncated) &* 1_000_000_000 < attoseconds else {
+            return truncated
+        }
+        return truncated + 1
+    }
 }

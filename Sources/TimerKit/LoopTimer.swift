@@ -67,7 +67,7 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
         self.action = action
         try super.init(
             clock: Clock.clockID, needsManualLoop: Clock.self == ManualClock.self,
-            firstFire: max(0, delay.saturatingNanoseconds), absolute: false,
+            firstFire: max(0, delay.nanosecondsRoundedUp), absolute: false,
             interval: interval, tolerance: tolerance)
     }
 
@@ -85,7 +85,7 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
         self.action = action
         try super.init(
             clock: Clock.clockID, needsManualLoop: Clock.self == ManualClock.self,
-            firstFire: fireDate.nanoseconds, absolute: true,
+            firstFire: fireDate.deadlineNanoseconds, absolute: true,
             interval: interval, tolerance: tolerance)
     }
 
@@ -145,7 +145,7 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     /// - Throws: ``TimerError/invalidated`` if the timer can no longer fire.
     public func setFireDate(_ fireDate: Clock.Instant) throws(TimerError) {
         try update { state in
-            state.firstFire = fireDate.nanoseconds
+            state.firstFire = fireDate.deadlineNanoseconds
             state.firstFireIsAbsolute = true
         }
     }

@@ -65,7 +65,7 @@ public final class ManualClock: TimerClock, Sendable {
             return
         }
         try await Sleeper.sleep(
-            on: loop, clock: .monotonic, until: deadline.nanoseconds, tolerance: tolerance,
+            on: loop, clock: .monotonic, until: deadline.deadlineNanoseconds, tolerance: tolerance,
             registered: { [self] in changeSleepers(by: 1) },
             settled: { [self] in changeSleepers(by: -1) })
     }

@@ -137,7 +137,7 @@ public final class QueueTimer: Sendable {
         var nanoseconds: Int64 = 0
         if let interval { nanoseconds = try AnyLoopTimer.intervalNanoseconds(interval) }
         let grid = QueueTimerCore.Grid(
-            clock: Clock.clockID, start: deadline.nanoseconds, interval: nanoseconds,
+            clock: Clock.clockID, start: deadline.deadlineNanoseconds, interval: nanoseconds,
             leeway: try AnyLoopTimer.toleranceNanoseconds(leeway))
         try core.schedule(grid)
     }

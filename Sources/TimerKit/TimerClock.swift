@@ -54,7 +54,7 @@ extension KernelClock {
     ///   sleep loop cannot be started, or stopped because its run failed.
     nonisolated(nonsending)
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        try await sleepOnCallersLoop(until: deadline.nanoseconds, tolerance: tolerance)
+        try await sleepOnCallersLoop(until: deadline.deadlineNanoseconds, tolerance: tolerance)
     }
 
     /// Suspends for `duration`, at most `tolerance` longer; see
@@ -63,7 +63,7 @@ extension KernelClock {
     /// a sleep made that way is served by the shared sleep loop.)
     nonisolated(nonsending)
     public func sleep(for duration: Duration, tolerance: Duration? = nil) async throws {
-        try await sleepOnCallersLoop(until: (now + duration).nanoseconds, tolerance: tolerance)
+        try await sleepOnCallersLoop(until: (now + duration).deadlineNanoseconds, tolerance: tolerance)
     }
 
     /// A sleep on the loop whose job the calling thread runs, if any, else on

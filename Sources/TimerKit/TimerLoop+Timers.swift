@@ -94,6 +94,6 @@ extension TimerLoop {
     {
         if Clock.self == ManualClock.self && !isManual { throw TimerError.notManual }
         try await Sleeper.sleep(
-            on: self, clock: Clock.clockID, until: deadline.nanoseconds, tolerance: tolerance)
+            on: self, clock: Clock.clockID, until: deadline.deadlineNanoseconds, tolerance: tolerance)
     }
 }

@@ -156,7 +156,7 @@ public final class TimerLoop: @unchecked Sendable {
         throws(TimerError) -> RunResult
     {
         let modes = try runModeSet(mode)
-        return try runResult(tk_loop_run(handle, modes, deadline?.nanoseconds ?? Int64.max, 0))
+        return try runResult(tk_loop_run(handle, modes, deadline?.deadlineNanoseconds ?? Int64.max, 0))
     }
 
     /// Runs the loop in `mode` for `duration` of its monotonic clock (on a

@@ -2,7 +2,9 @@ import Testing
 @testable import TimerKit
 
 // Duration.saturatingNanoseconds: the conversion every schedule makes, done
-// without a 128-bit division, against the plain division it replaces.
+// without a 128-bit division, against the plain division it replaces; and
+// nanosecondsRoundedUp, what deadlines and delays become, against the
+// rounded-up division.
 @Suite("Duration to nanoseconds")
 struct DurationNanosecondsTests {
     /// The definition: rounded toward zero, saturated to Int64.
@@ -11,6 +13,21 @@ struct DurationNanosecondsTests {
         if nanoseconds > Int128(Int64.max) { return .max }
         if nanoseconds < Int128(Int64.min) { return .min }
         return Int64(nanoseconds)
+    }
+
+    /// Rounded up, saturated to Int64.
+    static func referenceRoundedUp(_ attoseconds: Int128) -> Int64 {
+        var nanoseconds = attoseconds / 1_000_000_000
+        if attoseconds % 1_000_000_000 > 0 { nanoseconds += 1 }
+        if nanoseconds > Int128(Int64.max) { return .max }
+        if nanoseconds < Int128(Int64.min) { return .min }
+        return Int64(nanoseconds)
+    }
+
+    static func check(_ value: Int128) {
+        let duration = Duration(attoseconds: value)
+        #expect(duration.saturatingNanoseconds == reference(value), "\(value) attoseconds")
+        #expect(duration.nanosecondsRoundedUp == referenceRoundedUp(value), "\(value) attoseconds, rounded up")
     }
 
     @Test("edges: zero, a part of a nanosecond, whole seconds, the ends of Int64 and of Duration")
@@ -28,15 +45,15 @@ struct DurationNanosecondsTests {
             values.append(-(Int128(1) << shift))
             values.append((Int128(1) << shift) - 1)
         }
-        for value in values {
-            #expect(Duration(attoseconds: value).saturatingNanoseconds == Self.reference(value),
-                    "\(value) attoseconds")
-        }
+        for value in values { Self.check(value) }
         #expect(Duration.seconds(-1.5).saturatingNanoseconds == -1_500_000_000)
         #expect(Duration.nanoseconds(-1).saturatingNanoseconds == -1)
+        #expect((Duration.nanoseconds(3) / 2).nanosecondsRoundedUp == 2)
+        #expect((Duration.nanoseconds(-3) / 2).nanosecondsRoundedUp == -1)
+        #expect(Duration(attoseconds: Int128(Int64.max) * 1_000_000_000 + 1).nanosecondsRoundedUp == .max)
     }
 
-    @Test("random durations of every size agree with the 128-bit division")
+    @Test("random durations of every size agree with the 128-bit divisions")
     func random() {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next() -> UInt64 {
@@ -50,8 +67,7 @@ struct DurationNanosecondsTests {
             let bits = Int(next() % 128)
             let raw = Int128(bitPattern: UInt128(next()) << 64 | UInt128(next()))
             let value = bits == 127 ? raw : raw >> (127 - bits)
-            #expect(Duration(attoseconds: value).saturatingNanoseconds == Self.reference(value),
-                    "\(value) attoseconds")
+            Self.check(value)
         }
     }
 }

@@ -414,4 +414,42 @@ struct LoopTimerTests {
         #expect(timer.fireDate?.offset == .milliseconds(500))
         timer.invalidate()
     }
+
+    @Test("a deadline, delay or interval with a part of a nanosecond is due at the next whole nanosecond, never before")
+    func partOfANanosecond() async throws {
+        let loop = try TimerLoop.manual()
+        let oneAndAHalf = Duration.nanoseconds(3) / 2
+        let fired = Locked<[String: Duration]>([:])
+        func record(_ name: String) -> LoopTimer<MonotonicClock>.Action {
+            { _, _ in fired.withLock { $0[name] = loop.time } }
+        }
+        try loop.add(try LoopTimer(fireAt: at(oneAndAHalf), record("fire date")))
+        try loop.schedule(after: oneAndAHalf, record("delay"))
+        let moved = try loop.schedule(after: .seconds(1), record("moved"))
+        try moved.setFireDate(at(oneAndAHalf))
+        let ticks = Locked<[Duration]>([])
+        let repeating = try loop.schedule(after: .nanoseconds(10), repeating: oneAndAHalf) { _, _ in
+            ticks.withLock { $0.append(loop.time) }
+        }
+        #expect(repeating.interval == .nanoseconds(2))
+        #expect(throws: TimerError.invalidInterval(.nanoseconds(1) / 2)) {
+            try LoopTimer(after: .zero, repeating: .nanoseconds(1) / 2) { _, _ in }
+        }
+
+        let clock = try ManualClock()
+        let sleeper = Task { try await clock.sleep(until: clock.now + oneAndAHalf); return clock.now }
+        await clock.waitForSleepers(1)
+
+        try loop.advance(by: .nanoseconds(1))
+        try clock.advance(by: .nanoseconds(1))
+        #expect(fired.value.isEmpty, "fired at 1 ns, before its deadline of 1.5 ns")
+        #expect(clock.pendingSleeps == 1, "woke at 1 ns, before its deadline of 1.5 ns")
+        try loop.advance(by: .nanoseconds(1))
+        try clock.advance(by: .nanoseconds(1))
+        #expect(fired.value == ["fire date": .nanoseconds(2), "delay": .nanoseconds(2), "moved": .nanoseconds(2)])
+        #expect(try await sleeper.value == ManualClock.Instant(offset: .nanoseconds(2)))
+        try loop.advance(by: .nanoseconds(12))
+        #expect(ticks.value == [.nanoseconds(10), .nanoseconds(12), .nanoseconds(14)])
+        repeating.invalidate()
+    }
 }

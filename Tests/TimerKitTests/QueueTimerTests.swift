@@ -79,6 +79,21 @@ struct QueueTimerTests {
         #expect(rig.loop.statistics.pending == 0)
     }
 
+    @Test("a deadline with a part of a nanosecond is due at the next whole nanosecond")
+    func partOfANanosecond() throws {
+        let rig = try Rig()
+        let timer = try rig.makeTimer()
+        try timer.schedule(deadline: at(.nanoseconds(3) / 2), repeating: .nanoseconds(5) / 2)
+        try timer.activate()
+        #expect(timer.nextDeadline == at(.nanoseconds(2)))
+        try rig.advance(by: .nanoseconds(1))
+        #expect(rig.entries.isEmpty, "fired at 1 ns, before its deadline of 1.5 ns")
+        try rig.advance(by: .nanoseconds(1))
+        #expect(rig.entries.count == 1)
+        #expect(timer.nextDeadline == at(.nanoseconds(5)))
+        timer.cancel()
+    }
+
     @Test("a repeating timer fires on its grid and tells the handler when it was late")
     func repeatingStaysOnGrid() throws {
         let rig = try Rig()
