@@ -185,10 +185,16 @@ struct CenterState {
     }
 
     /// The first point of the `step` grid of the time base after `now`.
+    /// (`Int64.max` past the last point that `Int64` holds.) Any `now` works,
+    /// down to `Int64.min`: a time base saturates there after a sync with a
+    /// server time before 1678.
     static func nextGridPoint(step: Int64, now: Int64) -> Int64 {
-        let floor = now >= 0 ? now / step : (now - step + 1) / step
-        let (point, overflow) = (floor + 1).multipliedReportingOverflow(by: step)
-        return overflow ? .max : point
+        // now / step rounded down, from the quotient rounded toward zero.
+        let quotient = now / step
+        let floor = now % step < 0 ? quotient - 1 : quotient
+        let (next, carry) = floor.addingReportingOverflow(1)
+        let (point, overflow) = next.multipliedReportingOverflow(by: step)
+        return carry || overflow ? .max : point
     }
 
     // MARK: Serving

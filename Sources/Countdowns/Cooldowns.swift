@@ -33,7 +33,9 @@ import TrustedTime
 /// than it should, never earlier. (A restart in the same boot needs
 /// neither: the boot-clock end still holds.)
 ///
-/// Thread safety: every member may be used from any thread.
+/// Thread safety: every member may be used from any thread. Saves are
+/// written one at a time, each with the cooldowns running when its turn
+/// comes, so the file ends holding the latest.
 public final class Cooldowns: Sendable {
     /// A running cooldown.
     public struct Cooldown: Sendable, Hashable {
@@ -66,9 +68,11 @@ public final class Cooldowns: Sendable {
     public let trustedClock: TrustedClock?
     private let bootID: String?
     private let running = ThreadLocked<[String: Cooldown]>([:])
-    /// Whether the file was read (or found missing), so that saving cannot
-    /// lose what it held.
-    private let fileRead = ThreadLocked(false)
+    /// Held for every read and write of the file, so that saves from
+    /// several threads land in the order they took the running cooldowns
+    /// (the last save holds the latest). Guards whether the file was read
+    /// (or found missing), so that saving cannot lose what it held.
+    private let fileAccess = ThreadLocked(false)
 
     /// Cooldowns counting down in `center`, saved to `file` if given.
     ///
@@ -170,14 +174,16 @@ public final class Cooldowns: Sendable {
     ///   then unchanged.
     public func save() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
-        if !fileRead.withLock({ $0 }) {
-            do {
-                try restore()
-            } catch .stateFileNotFound {
-                fileRead.withLock { $0 = true }
+        try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+            if !fileRead {
+                do throws(CountdownError) {
+                    try restore(fileRead: &fileRead)
+                } catch .stateFileNotFound {
+                    fileRead = true
+                }
             }
+            try write()
         }
-        try write()
     }
 
     /// Saves the running cooldowns over whatever the file holds, readable
@@ -187,10 +193,14 @@ public final class Cooldowns: Sendable {
     /// - Throws: ``CountdownError/noStateFile``, ``CountdownError/system(_:)``.
     public func replaceStateFile() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
-        try write()
-        fileRead.withLock { $0 = true }
+        try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+            try write()
+            fileRead = true
+        }
     }
 
+    /// Writes the running cooldowns, taken now, to the file; called holding
+    /// `fileAccess`.
     private func write() throws(CountdownError) {
         guard let file else { throw .noStateFile }
         let now = center.loop.now(.boot)
@@ -223,6 +233,15 @@ public final class Cooldowns: Sendable {
     ///   nothing, and is left as it is.
     @discardableResult
     public func restore() throws(CountdownError) -> RestoreOutcome {
+        guard file != nil else { throw .noStateFile }
+        return try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+            try restore(fileRead: &fileRead)
+        }
+    }
+
+    /// ``restore()``, holding `fileAccess`.
+    @discardableResult
+    private func restore(fileRead: inout Bool) throws(CountdownError) -> RestoreOutcome {
         guard let file else { throw .noStateFile }
         let bytes: [UInt8]
         do {
@@ -238,7 +257,7 @@ public final class Cooldowns: Sendable {
             contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
         else {
             let outcome = restoreAfterReboot(contents, now: now)
-            fileRead.withLock { $0 = true }
+            fileRead = true
             // Saved at once on this boot, so that a second restart in this
             // boot restores the same ends rather than applying the rule
             // again. If this save fails, the file keeps the other boot's
@@ -254,7 +273,7 @@ public final class Cooldowns: Sendable {
         for entry in contents.entries where entry.end > now {
             if resume(key: entry.key, end: entry.end, duration: entry.duration) { restored += 1 }
         }
-        fileRead.withLock { $0 = true }
+        fileRead = true
         return .sameBoot(restored: restored)
     }
 

@@ -141,11 +141,12 @@ public final class CountdownCenter: Sendable {
         return (base &- boot.offset.saturatingNanoseconds, boot)
     }
 
-    /// `instant` of the boot clock on the time base.
+    /// `instant` of the boot clock on the time base, rounded up to whole
+    /// nanoseconds (it is an end).
     func base(of instant: BootClock.Instant) -> Int64 {
         switch timeBase {
-        case .boot: instant.offset.saturatingNanoseconds
-        case .trusted(let clock): clock.time(atBoot: instant).sinceEpoch.saturatingNanoseconds
+        case .boot: instant.offset.nanosecondsRoundedUp
+        case .trusted(let clock): clock.time(atBoot: instant).sinceEpoch.nanosecondsRoundedUp
         }
     }
 
@@ -174,7 +175,7 @@ public final class CountdownCenter: Sendable {
         throws(CountdownError) -> Countdown
     {
         guard case .trusted = timeBase else { throw .needsTrustedClock }
-        return insert(end: end.sinceEpoch.saturatingNanoseconds, group: group)
+        return insert(end: end.sinceEpoch.nanosecondsRoundedUp, group: group)
     }
 
     /// Adds a countdown from a server's "remaining" figure (a flash sale's
@@ -189,7 +190,7 @@ public final class CountdownCenter: Sendable {
         remaining: Duration, measuredAt: BootClock.Instant? = nil, in group: CountdownGroup? = nil
     ) -> Countdown {
         let start = measuredAt ?? loop.now(.boot)
-        return insert(end: base(of: start).addingSaturating(remaining.saturatingNanoseconds), group: group)
+        return insert(end: base(of: start).addingSaturating(remaining.nanosecondsRoundedUp), group: group)
     }
 
     private func insert(end: Int64, group: CountdownGroup?) -> Countdown {

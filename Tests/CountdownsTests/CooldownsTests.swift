@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Testing
 import TimerKit
@@ -113,6 +114,38 @@ struct CooldownsTests {
         let (_, _, cooldowns3) = try process(boot: .seconds(80), bootID: "boot-b", path: path)
         #expect(try cooldowns3.restore() == .sameBoot(restored: 1))
         #expect(cooldowns3.remaining(key: "code") == .seconds(250))
+    }
+
+    @Test("starts and cancels from several threads at once: the file holds what runs once they return")
+    func concurrentSaves() throws {
+        // Each start and cancel saves; a save that took the cooldowns before
+        // another but wrote after it used to leave a started one out of the
+        // file, or a cancelled one in it.
+        for round in 0..<20 {
+            let path = temporaryPath("state")
+            let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+            for index in 0..<10 { try cooldowns.cooldown(key: "old-\(index)", duration: .seconds(600)) }
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                for index in 0..<10 {
+                    do {
+                        if thread == 0 {
+                            try cooldowns.cancel(key: "old-\(index)")
+                        } else {
+                            try cooldowns.cooldown(key: "new-\(thread)-\(index)", duration: .seconds(600))
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            #expect(failures.value.isEmpty)
+            let running = Set(cooldowns.all.map(\.key))
+            #expect(running.count == 30)
+            let (_, _, restarted) = try process(boot: .seconds(101), bootID: "boot-a", path: path)
+            #expect(try restarted.restore() == .sameBoot(restored: 30))
+            #expect(Set(restarted.all.map(\.key)) == running, "round \(round)")
+        }
     }
 
     @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")

@@ -280,4 +280,75 @@ struct CountdownCenterTests {
         #expect(!center.isTicking)
         #expect(throws: CountdownError.timer(.noModes)) { try CountdownCenter(loop: loop, modes: []) }
     }
+
+    @Test("an end with a part of a nanosecond comes at the next whole nanosecond, never before")
+    func partOfANanosecond() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(100))
+        let center = try CountdownCenter(loop: loop)
+        let oneAndAHalf = Duration.nanoseconds(3) / 2
+        let atInstant = center.add(endingAt: loop.now(.boot) + oneAndAHalf)
+        let fromRemaining = center.add(remaining: oneAndAHalf)
+        let ended = Recorder()
+        center.onEnd { end in
+            ended.append("\(end.countdown == atInstant ? "instant" : "remaining") +\((loop.now(.boot).offset - .seconds(100)).components.attoseconds / 1_000_000_000) ns")
+        }
+        try loop.advance(by: .nanoseconds(1))
+        #expect(ended.all.isEmpty, "ended at 1 ns, before its end at 1.5 ns")
+        #expect(center.remaining(atInstant) != nil && center.remaining(fromRemaining) != nil)
+        try loop.advance(by: .nanoseconds(1))
+        #expect(ended.all == ["instant +2 ns", "remaining +2 ns"])
+    }
+
+    @Test("a trusted time base held at Int64.min by a server time before 1678: groups and the whole center can be observed, with no overflow")
+    func timeBaseAtInt64Min() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
+        let sent = loop.now(.boot)
+        try loop.advance(by: .milliseconds(80))
+        try clock.sync(with: TimeSample(
+            httpDate: "Sat, 01 Jan 1600 00:00:00 GMT", sentAt: sent, receivedAt: loop.now(.boot)))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        #expect(center.now().base == .min)
+        let page = center.makeGroup()
+        center.add(remaining: .seconds(3), in: page)
+        let ticks = Recorder()
+        let observation = try center.observe(page) { event in
+            if case .tick = event { ticks.append("tick") }
+        }
+        let all = try center.observeAll(every: .seconds(1)) { _ in ticks.append("all") }
+        try loop.advance(by: .seconds(2))
+        // A re-sync to another time before 1678, with the observations on.
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(-9_300_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        try loop.advance(by: .seconds(2))
+        observation.cancel()
+        all.cancel()
+        // Server time is still before 1678, so the base stays at Int64.min
+        // and no grid point comes: no tick, and no trap.
+        #expect(center.now().base == .min)
+        #expect(ticks.all.isEmpty)
+        #expect(!center.isTicking)
+    }
+
+    @Test("the next grid point after any time, against a 128-bit reference")
+    func gridPoints() {
+        func reference(step: Int64, now: Int64) -> Int64 {
+            let step = Int128(step), now = Int128(now)
+            var floor = now / step
+            if now % step < 0 { floor -= 1 }
+            let point = (floor + 1) * step
+            return point > Int128(Int64.max) ? .max : Int64(point)
+        }
+        let steps: [Int64] = [1, 2, 3, 7, 1_000_000_000, 60_000_000_000, Int64.max / 2, Int64.max - 1, Int64.max]
+        let times: [Int64] = [
+            .min, .min + 1, .min + 2, -1_000_000_001, -1_000_000_000, -999_999_999, -3, -2, -1, 0, 1, 2, 3,
+            999_999_999, 1_000_000_000, .max - 2, .max - 1, .max,
+        ]
+        for step in steps {
+            for now in times {
+                #expect(CenterState.nextGridPoint(step: step, now: now) == reference(step: step, now: now),
+                        "step \(step), now \(now)")
+            }
+        }
+    }
 }
