@@ -24,7 +24,15 @@
 #      also during the drag;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
 #      true time left; bad options, a corrupt state file, an unwritable state
-#      file and a missing terminal give clear messages, never a crash.
+#      file and a missing terminal (standard input or output) give clear
+#      messages, never a crash;
+#   8. every way out puts the terminal back (cooked mode, the cursor shown,
+#      lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo with the
+#      signal's status; Ctrl-Z's SIGTSTP in an interactive shell stops it,
+#      and `fg` brings it back in raw mode, drawing and taking keys; a stop
+#      during which the shell resets the terminal does too; a window smaller
+#      than the screen shows its first lines, cut at the edge, never
+#      scrolled.
 #
 # Waits poll the screen until what is expected shows up or a generous time
 # limit passes; nothing asserts how fast the machine is.
@@ -238,7 +246,16 @@ check "a negative --sale-seconds is a usage error (status $status)" \
 status=0
 out=$("$TIMERKIT" demo --state "$WORK/print.state" </dev/null 2>&1) || status=$?
 check "without a terminal, a clear message (status $status)" \
-    test "$status" -eq 1 -a -n "$(grep -F 'standard input is not a terminal' <<<"$out")"
+    test "$status" -eq 1 -a -n "$(grep -F 'standard input and output must be a terminal' <<<"$out")"
+# In a terminal, but with the screen sent to a file.
+start sh -c 'exec "$0" demo --state "$1" >"$2"' "$TIMERKIT" "$WORK/print.state" "$WORK/screen.out"
+check "with standard output not a terminal, a clear message" \
+    wait_for '^timerkit demo: standard input and output must be a terminal' 10
+if wait_for '^program exited with 1$' 10; then
+    check "... with status 1, and nothing written to the file" test ! -s "$WORK/screen.out"
+else
+    fail "with standard output not a terminal, status 1"
+fi
 
 printf 'not a cooldown file' >"$WORK/corrupt.state"
 out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>&1 || true)
@@ -253,6 +270,98 @@ if wait_for '^Code         press s to send a code$'; then
     check "q quits after the failed save" wait_for '^program exited with 0$' 10
 else
     fail "the demo starts with an unwritable state file"
+fi
+
+# --- 8: every way out puts the terminal back --------------------------------------------
+
+SIGNAL_STATE="$WORK/signal.state"
+COOKED="echo icanon isig"
+RAW="-echo -icanon -isig"
+for signal in TERM HUP INT; do
+    start "$TIMERKIT" demo --state "$SIGNAL_STATE"
+    if wait_for '^Frames       .*; frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
+        number=$(kill -l "$signal")
+        kill -s "$signal" "$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")"
+        check "SIG$signal ends the demo with status $((128 + number))" wait_for "^program exited with $((128 + number))\$" 10
+        check "after SIG$signal the terminal is in cooked mode ($(tty_modes))" test "$(tty_modes)" = "$COOKED"
+        check "after SIG$signal the cursor shows and lines wrap ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+    else
+        fail "the demo runs in raw mode before SIG$signal ($(tty_modes))"
+    fi
+done
+
+# wait_until_raw: polls until the window's terminal is in raw mode (10 s).
+wait_until_raw() {
+    local waited=0
+    while [ "$waited" -lt 100 ]; do
+        [ "$(tty_modes)" = "$RAW" ] && return 0
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    return 1
+}
+
+# frame_number: the frame the screen shows now.
+frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
+
+start_shell 120 30
+wait_for '^PROMPT>' 10 >/dev/null || true
+keys "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
+if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+    pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+    # Ctrl-Z is a key in raw mode: the stop comes as the shell's would.
+    kill -s TSTP "$pid"
+    check "SIGTSTP stops the demo, and the shell says so" wait_for 'Stopped +.*timerkit demo' 10
+    # (The shell's line editor then sets the modes it wants: what shows the
+    # demo's restore is the cursor, the line wrap and the signal keys.)
+    check "stopped, the cursor shows, lines wrap and the signal keys work ($(pane_flags); $(tty_modes))" \
+        test "$(pane_flags)" = "cursor=1 wrap=1" -a -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')"
+    keys fg Enter
+    frame=""
+    wait_for '^Frames       ' 10 >/dev/null && frame=$(frame_number)
+    sleep 1
+    later=$(frame_number)
+    check "after fg the demo draws again (frame $frame -> $later in 1 s)" \
+        test -n "$frame" -a -n "$later" -a "${later:-0}" -gt "${frame:-0}"
+    check "after fg the terminal is in raw mode again ($(tty_modes); $(pane_flags))" \
+        test "$(tty_modes)" = "$RAW" -a "$(pane_flags)" = "cursor=0 wrap=0"
+    keys q
+    check "q quits to the shell after the stop" wait_for '^PROMPT> ?$' 10
+else
+    fail "the demo runs in an interactive shell"
+fi
+
+# Stopped by a signal it cannot catch, with the terminal reset meanwhile
+# (as a shell resets it), then going on in the foreground.
+start "$TIMERKIT" demo --state "$SIGNAL_STATE"
+if wait_for '^Frames       .*; frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
+    pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+    kill -s STOP "$pid"
+    stty -F "$(tmux -L "$SOCKET" display -p -t term '#{pane_tty}')" sane
+    kill -s CONT "$pid"
+    check "going on after a stop, the demo puts the terminal in raw mode again" wait_until_raw
+    keys q
+    check "q quits after that, without Enter" wait_for '^program exited with 0$' 10
+else
+    fail "the demo runs in raw mode before SIGSTOP ($(tty_modes))"
+fi
+
+start_sized 80 12 "$TIMERKIT" demo --state "$SIGNAL_STATE"
+if wait_for '^Frames       ' && sleep 1; then
+    check "in an 80x12 window the title stays on the first row" \
+        test "$(screen | head -n 1 | cut -c1-13)" = "TimerKit demo"
+    widest=$(screen | awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }')
+    check "... and lines are cut at the edge, never wrapped (widest $widest columns)" \
+        test "$(screen | grep -c '^Frames       ')" -eq 1 -a "$widest" -le 80
+    tmux -L "$SOCKET" resize-window -t term -x 20 -y 5
+    sleep 1
+    check "in a 20x5 window the first rows show, not the last" \
+        test "$(screen | head -n 1)" = "TimerKit demo   q q"
+    tmux -L "$SOCKET" resize-window -t term -x 80 -y 12
+    keys q
+    check "q quits the small window" wait_for '^program exited with 0$' 10
+else
+    fail "the demo runs in an 80x12 window"
 fi
 
 echo "$PASSED passed, $FAILED failed"

@@ -8,6 +8,9 @@
 #   1. in a terminal, the line updates in place: one line, whose frame count
 #      grows, showing fps, p99 frame time, dropped frames and hitch time
 #      with a grade; at the end it says "done" and the program exits 0;
+#      in a window narrower than the line, the line keeps to one row (cut at
+#      the edge) and the summary wraps whole; Ctrl-C ends it with line wrap
+#      back on and the shell's prompt on a line of its own;
 #   2. --json prints one summary object with every field, at the rate given;
 #   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
 #      first drop at least one grid point, which the summary counts;
@@ -51,6 +54,29 @@ else
     fail "it ends with a summary of the run"
 fi
 check "it exits 0" wait_for '^program exited with 0$' 10
+check "it leaves lines wrapping ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+
+# A window narrower than the line: still one row, cut at the edge.
+start_sized 40 10 "$TIMERKIT" fps --rate 60 --seconds 3
+if wait_for '^fps [0-9]' 10; then
+    rows=$(screen | grep -c -v '^$' || true)
+    check "in a 40-column window the line takes one row ($rows; $(screen | grep -v '^$' | head -n 1))" test "$rows" -eq 1
+else
+    fail "the line shows in a 40-column window"
+fi
+check "the summary wraps whole in the narrow window" wait_for '^hitch [0-9]+\.[0-9] ms/s .* over [0-9]+ frames$' 10
+
+# Ctrl-C in a shell: line wrap back on, and the shell's prompt on a line of its own.
+start_shell 40 10
+wait_for '^PROMPT>' 10 >/dev/null || true
+keys "$(printf '%q ' "$TIMERKIT" fps --rate 60 --seconds 60)" Enter
+if wait_for '^fps [0-9]' 10; then
+    keys C-c
+    check "Ctrl-C ends it at a prompt of its own" wait_for '^PROMPT> ?$' 10
+    check "after Ctrl-C lines wrap again ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+else
+    fail "the line shows in a shell"
+fi
 
 # --- 2-4: --json ---------------------------------------------------------------------
 

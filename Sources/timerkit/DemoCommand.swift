@@ -118,7 +118,7 @@ private final class Demo: @unchecked Sendable {
         cooldowns = Cooldowns(center: center, file: options.statePath)
         // The server's payload arrived now and said this much is left.
         sale = FlashSale(center: center, remaining: .seconds(options.saleSeconds), receivedAt: loop.now(.boot))
-        terminal = options.printAfter == nil ? Terminal() : nil
+        terminal = options.printAfter == nil ? Terminal(.screen) : nil
     }
 
     func run() throws -> Int32 {
@@ -145,7 +145,8 @@ private final class Demo: @unchecked Sendable {
             try terminal?.open()
         } catch {
             guard error.errno == Errno(rawValue: ENOTTY) else { throw error }
-            printError("timerkit demo: standard input is not a terminal (use --print-after S to run without one)")
+            printError(
+                "timerkit demo: standard input and output must be a terminal (use --print-after S to run without one)")
             return 1
         }
         defer { terminal?.close() }

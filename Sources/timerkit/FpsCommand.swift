@@ -84,7 +84,8 @@ private final class FpsRun: @unchecked Sendable {
     var monitor: FrameRateMonitor
     var generator: UInt64
     var spikes = 0
-    let inPlace = isatty(1) == 1
+    /// The status line, when standard output is a terminal.
+    let terminal: Terminal? = isatty(1) == 1 ? Terminal(.statusLine) : nil
 
     init(options: FpsCommand.Options) throws {
         self.options = options
@@ -100,13 +101,19 @@ private final class FpsRun: @unchecked Sendable {
             work(from: frame.deliveredAt)
         }
         defer { ticker.invalidate() }
-        if !options.json { show(nil) }
+        if !options.json {
+            try terminal?.open()
+            show(nil)
+        }
+        defer { terminal?.close() }
         try loop.run(for: .nanoseconds(Int64(options.seconds * 1e9)))
         let summary = monitor.summary
         if options.json {
             print(json(summary, ticker: ticker).renderLine())
         } else {
-            if inPlace { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
+            // The line wraps again for the summary, which is never cut.
+            terminal?.showStatus("")
+            terminal?.close()
             print("done: \(summary.map { line($0) } ?? "no frame time measured") over \(ticker.frameCount) frames")
         }
         return 0
@@ -142,9 +149,12 @@ private final class FpsRun: @unchecked Sendable {
 
     private func show(_ reading: FrameRateMonitor.Reading?) {
         let text = reading.map { line($0) } ?? "fps ...  measuring the first second at \(options.rate) Hz"
-        // Written straight to the descriptor: an in-place line has no
-        // newline to flush print's buffer.
-        FileHandle.standardOutput.write(Data((inPlace ? "\r\u{1B}[K" + text : text + "\n").utf8))
+        if let terminal {
+            terminal.showStatus(text)
+        } else {
+            // Written straight to the descriptor, as the status line is.
+            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        }
     }
 
     private func json(_ summary: FrameRateMonitor.Reading?, ticker: FrameTicker) -> JSON {

@@ -67,15 +67,43 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-$TEST_NAME.XXXXXX")
 # start ARGUMENT...: runs the command in a fresh 120x30 tmux window named
 # `term`, on a tmux server of its own (the previous one is stopped); when it
 # exits, the window prints `program exited with N` and stays.
-start() {
-    local command
+start() { start_sized 120 30 "$@"; }
+
+# start_sized COLUMNS ROWS ARGUMENT...: `start` in a window of that size.
+start_sized() {
+    local columns=$1 rows=$2 command
+    shift 2
     command=$(printf '%q ' "$@")
+    new_window "$columns" "$rows" "$command; echo \"program exited with \$?\"; sleep 3600"
+}
+
+# start_shell COLUMNS ROWS: an interactive bash (job control: Ctrl-Z, fg)
+# in the window, its prompt `PROMPT> `; type commands with `keys`.
+start_shell() {
+    new_window "$1" "$2" "env PS1='PROMPT> ' bash --norc --noprofile -i"
+}
+
+new_window() {
     [ -z "$SOCKET" ] || tmux -L "$SOCKET" kill-server 2>/dev/null || true
     SOCKETS=$((SOCKETS + 1))
     SOCKET="timerkit-$TEST_NAME-$$-$SOCKETS"
-    tmux -L "$SOCKET" -f /dev/null new-session -d -s term -x 120 -y 30 \
-        "$command; echo \"program exited with \$?\"; sleep 3600"
+    tmux -L "$SOCKET" -f /dev/null new-session -d -s term -x "$1" -y "$2" "$3"
 }
+
+# pane_flags: `cursor=C wrap=W`, 1 when the cursor is shown and when lines
+# wrap at the window's edge, as the program left them.
+pane_flags() { tmux -L "$SOCKET" display -p -t term 'cursor=#{cursor_flag} wrap=#{wrap_flag}'; }
+
+# tty_modes: the window's terminal modes that raw mode turns off, as stty
+# shows them (`icanon echo isig` in a shell's cooked mode).
+tty_modes() {
+    stty -F "$(tmux -L "$SOCKET" display -p -t term '#{pane_tty}')" -a | tr ' ;' '\n\n' |
+        grep -xE -- '-?(icanon|echo|isig)' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# program_pid PATTERN: the pid of the process whose command line starts
+# with PATTERN (the tmux server's holds it too, but not at its start).
+program_pid() { pgrep -f "^$1" | head -n 1; }
 
 screen() { tmux -L "$SOCKET" capture-pane -p -t term; }
 
