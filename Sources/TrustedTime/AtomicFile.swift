@@ -19,8 +19,18 @@ package enum AtomicFile {
     /// `limit`: then the result is longer than `limit`, by less than 4 KiB).
     ///
     /// - Throws: the failed call (`open`, `read`), with
-    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file.
+    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file, and
+    ///   `Errno/invalidArgument` from `open` for a path holding a NUL.
+    /// Refuses a path that C would read only up to its first NUL: it would
+    /// name another file, and a write would land there.
+    private static func checkPath(_ path: String) throws(SystemError) {
+        guard !path.utf8.contains(0) else {
+            throw SystemError(errno: .invalidArgument, function: "open")
+        }
+    }
+
     package static func read(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
+        try checkPath(path)
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(open(path, O_RDONLY | O_CLOEXEC), "open")
         }
@@ -44,11 +54,13 @@ package enum AtomicFile {
     /// new file).
     ///
     /// - Throws: the failed call (`open`, `write`, `fsync`, `close`,
-    ///   `rename`); the temporary file is removed and `path` is unchanged.
+    ///   `rename`; `Errno/invalidArgument` from `open` for a path holding a
+    ///   NUL); the temporary file is removed and `path` is unchanged.
     ///   If only flushing the directory fails (the error names `fsync` of
     ///   the directory's `open`), the new file is in place, but its rename
     ///   may not survive a crash.
     package static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
+        try checkPath(path)
         let temporary = path + ".tmp-\(getpid())-\(temporaryCounter.next())"
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(

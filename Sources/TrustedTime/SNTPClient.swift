@@ -71,7 +71,10 @@ public enum SNTPClient {
         guard (1...Int(TK_SNTP_MAX_SAMPLES)).contains(samples) else {
             throw .invalidArgument("samples must be in 1...\(TK_SNTP_MAX_SAMPLES), not \(samples)")
         }
-        guard tk_sntp_check_server(server) == 0 else { throw .invalidServerName(server) }
+        // C would read the name only up to a NUL, and ask another server.
+        guard !server.utf8.contains(0), tk_sntp_check_server(server) == 0 else {
+            throw .invalidServerName(server)
+        }
         // At least a nanosecond: the C core counts in whole nanoseconds.
         guard timeout.saturatingNanoseconds >= 1 else {
             throw .invalidArgument("the timeout must be at least 1 ns, not \(timeout)")

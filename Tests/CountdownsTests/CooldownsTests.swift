@@ -148,6 +148,17 @@ struct CooldownsTests {
         }
     }
 
+    @Test("a state file path holding a NUL is refused, and no file is written at the part before it")
+    func pathWithNUL() throws {
+        let path = temporaryPath("state")
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path + "\0.other")
+        let invalid = CountdownError.system(SystemError(errno: .invalidArgument, function: "open"))
+        #expect(throws: invalid) { try cooldowns.cooldown(key: "code", duration: .seconds(60)) }
+        #expect(cooldowns.remaining(key: "code") == .seconds(60), "it runs in memory all the same")
+        #expect(throws: invalid) { try cooldowns.restore() }
+        #expect(access(path, F_OK) != 0, "a file was written at the path cut at the NUL")
+    }
+
     @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")
     func tooMany() throws {
         let path = temporaryPath("state")
