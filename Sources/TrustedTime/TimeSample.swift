@@ -85,6 +85,9 @@ public struct TimeSample: Sendable, Hashable {
 
     /// Why the sample cannot be used, or `nil`.
     var problem: String? {
+        if serverTime < .nanoseconds(Int64.min) || serverTime > .nanoseconds(Int64.max) {
+            return "a server time outside the years 1677 to 2262, which clock readings hold"
+        }
         if receivedAt < sentAt { return "received before it was sent" }
         if sentAt.offset < .zero { return "sent at a negative boot-clock reading" }
         if serverResolution < .zero { return "negative server resolution" }

@@ -345,7 +345,9 @@ public final class TrustedClock: Clock, Sendable {
     /// either direction.
     ///
     /// - Throws: ``TrustedTimeError/invalidSample(_:)`` for a sample that
-    ///   cannot be right, or whose reply is later than the boot clock now.
+    ///   cannot be right (received before it was sent, a negative figure, a
+    ///   server time outside the years 1677 to 2262, which clock readings
+    ///   hold), or whose reply is later than the boot clock now.
     @discardableResult
     public func sync(with sample: TimeSample) throws(TrustedTimeError) -> TrustedTime {
         if let problem = sample.problem { throw .invalidSample(problem) }

@@ -299,34 +299,34 @@ struct CountdownCenterTests {
         #expect(ended.all == ["instant +2 ns", "remaining +2 ns"])
     }
 
-    @Test("a trusted time base held at Int64.min by a server time before 1678: groups and the whole center can be observed, with no overflow")
+    @Test("a trusted time base at Int64.min, the earliest server time a sample may give: groups and the whole center tick on their grids")
     func timeBaseAtInt64Min() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
         let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
-        let sent = loop.now(.boot)
-        try loop.advance(by: .milliseconds(80))
-        try clock.sync(with: TimeSample(
-            httpDate: "Sat, 01 Jan 1600 00:00:00 GMT", sentAt: sent, receivedAt: loop.now(.boot)))
+        let earliest = TimeSample(
+            serverTime: .nanoseconds(Int64.min), sentAt: loop.now(.boot), receivedAt: loop.now(.boot))
+        try clock.sync(with: earliest)
         let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
         #expect(center.now().base == .min)
         let page = center.makeGroup()
         center.add(remaining: .seconds(3), in: page)
         let ticks = Recorder()
         let observation = try center.observe(page) { event in
-            if case .tick = event { ticks.append("tick") }
+            if case .tick(let tick) = event { ticks.append("page \(tick.time)") }
         }
-        let all = try center.observeAll(every: .seconds(1)) { _ in ticks.append("all") }
-        try loop.advance(by: .seconds(2))
-        // A re-sync to another time before 1678, with the observations on.
+        let all = try center.observeAll(every: .seconds(1)) { tick in ticks.append("all \(tick.time)") }
+        // The grid of whole seconds since 1970: its first point after
+        // Int64.min ns is 0.854775808 s later.
+        try loop.advance(by: .seconds(1))
+        #expect(ticks.all == ["page -9223372036000000000", "all -9223372036000000000"])
+        // A re-sync back to the earliest time, with the observations on,
+        // plans their ticks from Int64.min again.
         try clock.sync(with: TimeSample(
-            serverTime: .seconds(-9_300_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
-        try loop.advance(by: .seconds(2))
+            serverTime: .nanoseconds(Int64.min), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        try loop.advance(by: .seconds(1))
+        #expect(ticks.all.count == 4)
         observation.cancel()
         all.cancel()
-        // Server time is still before 1678, so the base stays at Int64.min
-        // and no grid point comes: no tick, and no trap.
-        #expect(center.now().base == .min)
-        #expect(ticks.all.isEmpty)
         #expect(!center.isTicking)
     }
 

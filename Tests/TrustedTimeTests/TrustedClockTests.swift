@@ -173,6 +173,22 @@ struct TrustedClockTests {
         for sample in bad {
             #expect(throws: TrustedTimeError.self) { try clock.sync(with: sample) }
         }
+        // Server times that no clock reading holds (a Date header of 1600, a
+        // corrupt reply): refused, where a center's time base saturated.
+        let outside = TrustedTimeError.invalidSample(
+            "a server time outside the years 1677 to 2262, which clock readings hold")
+        let nanosecond = Duration.nanoseconds(1)
+        for serverTime in [
+            Duration.nanoseconds(Int64.min) - nanosecond, .nanoseconds(Int64.max) + nanosecond / 2,
+            .seconds(Int64.min), .seconds(Int64.max),
+        ] {
+            #expect(throws: outside) {
+                try clock.sync(with: TimeSample(serverTime: serverTime, sentAt: now, receivedAt: now))
+            }
+        }
+        #expect(throws: outside) {
+            try clock.sync(with: TimeSample(httpDate: "Sat, 01 Jan 1600 00:00:00 GMT", sentAt: now, receivedAt: now))
+        }
         #expect(clock.samples == [good])
         #expect(clock.now.sinceEpoch == readings.truth)
     }
