@@ -26,12 +26,12 @@
 #      true time left; bad options, a corrupt state file, an unwritable state
 #      file and a missing terminal (standard input or output) give clear
 #      messages, never a crash;
-#   8. every way out puts the terminal back (cooked mode, the cursor shown,
-#      lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo with the
-#      signal's status; Ctrl-Z's SIGTSTP in an interactive shell stops it,
-#      and `fg` brings it back in raw mode, drawing and taking keys; a stop
-#      during which the shell resets the terminal does too; a window smaller
-#      than the screen shows its first lines, cut at the edge, never
+#   8. the ways out a program sees put the terminal back (cooked mode, the
+#      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
+#      with the signal's status; Ctrl-Z in an interactive shell stops it, and
+#      `fg` brings it back in raw mode, drawing and taking keys; so does going
+#      on after a SIGSTOP during which the terminal was reset; a window
+#      smaller than the screen shows its first lines, cut at the edge, never
 #      scrolled.
 #
 # Waits poll the screen until what is expected shows up or a generous time
@@ -308,10 +308,9 @@ start_shell 120 30
 wait_for '^PROMPT>' 10 >/dev/null || true
 keys "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
 if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
-    pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
-    # Ctrl-Z is a key in raw mode: the stop comes as the shell's would.
-    kill -s TSTP "$pid"
-    check "SIGTSTP stops the demo, and the shell says so" wait_for 'Stopped +.*timerkit demo' 10
+    # Ctrl-Z is a key in raw mode: the demo stops itself with SIGTSTP.
+    keys C-z
+    check "Ctrl-Z stops the demo, and the shell says so" wait_for 'Stopped +.*timerkit demo' 10
     # (The shell's line editor then sets the modes it wants: what shows the
     # demo's restore is the cursor, the line wrap and the signal keys.)
     check "stopped, the cursor shows, lines wrap and the signal keys work ($(pane_flags); $(tty_modes))" \
@@ -355,8 +354,8 @@ if wait_for '^Frames       ' && sleep 1; then
         test "$(screen | grep -c '^Frames       ')" -eq 1 -a "$widest" -le 80
     tmux -L "$SOCKET" resize-window -t term -x 20 -y 5
     sleep 1
-    check "in a 20x5 window the first rows show, not the last" \
-        test "$(screen | head -n 1)" = "TimerKit demo   q q"
+    check "in a 20x5 window the first rows show, not the last ($(screen | sed -n 5p))" \
+        test "$(screen | head -n 1)" = "TimerKit demo   q q" -a "$(screen | sed -n 5p | cut -c1-5)" = "Badge"
     tmux -L "$SOCKET" resize-window -t term -x 80 -y 12
     keys q
     check "q quits the small window" wait_for '^program exited with 0$' 10

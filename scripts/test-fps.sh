@@ -10,7 +10,8 @@
 #      with a grade; at the end it says "done" and the program exits 0;
 #      in a window narrower than the line, the line keeps to one row (cut at
 #      the edge) and the summary wraps whole; Ctrl-C ends it with line wrap
-#      back on and the shell's prompt on a line of its own;
+#      back on and the shell's prompt on a line of its own, unless it was
+#      started ignoring SIGINT;
 #   2. --json prints one summary object with every field, at the rate given;
 #   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
 #      first drop at least one grid point, which the summary counts;
@@ -65,6 +66,17 @@ else
     fail "the line shows in a 40-column window"
 fi
 check "the summary wraps whole in the narrow window" wait_for '^hitch [0-9]+\.[0-9] ms/s .* over [0-9]+ frames$' 10
+
+# Started ignoring SIGINT (as a shell starts a background job): Ctrl-C
+# leaves it running, as it left it before it had handlers.
+start sh -c 'trap "" INT; exec "$0" fps --rate 60 --seconds 3' "$TIMERKIT"
+if wait_for '^fps [0-9]' 10; then
+    keys C-c
+    check "started ignoring SIGINT, Ctrl-C does not end it" wait_for '^done: fps ' 10
+    check "... and it exits 0" wait_for '^program exited with 0$' 10
+else
+    fail "the line shows when started ignoring SIGINT"
+fi
 
 # Ctrl-C in a shell: line wrap back on, and the shell's prompt on a line of its own.
 start_shell 40 10

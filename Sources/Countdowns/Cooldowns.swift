@@ -112,7 +112,9 @@ public final class Cooldowns: Sendable {
         guard duration.saturatingNanoseconds >= 1 else { throw .invalidDuration(duration) }
         let (cooldown, started) = running.withLock { running -> (Cooldown, Bool) in
             if let current = running[key], center.contains(current.countdown) { return (current, false) }
-            let end = center.loop.now(.boot) + duration
+            // In whole nanoseconds, rounded up: the file holds whole
+            // nanoseconds, and a restored end must not come earlier.
+            let end = center.loop.now(.boot) + .nanoseconds(duration.nanosecondsRoundedUp)
             let cooldown = Cooldown(
                 key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
             running[key] = cooldown
@@ -169,7 +171,8 @@ public final class Cooldowns: Sendable {
     /// kept.
     ///
     /// - Throws: ``CountdownError/noStateFile``, an error of ``restore()``
-    ///   (a file that cannot be read is left as it is), or
+    ///   (a file that cannot be read is left as it is),
+    ///   ``CountdownError/tooManyCooldowns(_:)``, or
     ///   ``CountdownError/system(_:)`` naming the failed call; the file is
     ///   then unchanged.
     public func save() throws(CountdownError) {
@@ -190,7 +193,8 @@ public final class Cooldowns: Sendable {
     /// or not: the way on after ``restore()`` reported a file that cannot be
     /// used.
     ///
-    /// - Throws: ``CountdownError/noStateFile``, ``CountdownError/system(_:)``.
+    /// - Throws: ``CountdownError/noStateFile``,
+    ///   ``CountdownError/tooManyCooldowns(_:)``, ``CountdownError/system(_:)``.
     public func replaceStateFile() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
         try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in

@@ -1,6 +1,8 @@
 extension Duration {
     /// The duration in whole nanoseconds, rounded toward zero and saturated to
-    /// the range of `Int64` (about ±292 years), which is what the C core takes.
+    /// the range of `Int64` (about ±292 years): how readings, tolerances and
+    /// moves of a manual clock reach the C core (deadlines and delays use
+    /// ``nanosecondsRoundedUp``).
     ///
     /// - Complexity: O(1), without a 128-bit division: it is on the path of
     ///   every timer scheduled.

@@ -18,9 +18,11 @@ import Musl
 /// ``ThreadLocked``).
 ///
 /// A thread that finds it held spins briefly (the holder is running on
-/// another processor and about to let go), then yields the processor a few
-/// times (to a holder of its own priority waiting for this processor), then
-/// sleeps, for 2 µs at first and longer each time, up to 128 µs. The sleep is
+/// another processor and about to let go), then yields the processor, for
+/// about ten microseconds in all (to a holder of its own priority waiting
+/// for this processor, or one in a system call), then sleeps, for 2 µs at
+/// first and longer each time, up to 128 µs (an ordinary thread's timer
+/// slack makes each sleep some 50 µs longer). The sleep is
 /// what lets a holder of lower priority run: a loop thread at a `SCHED_FIFO`
 /// priority (``LoopPrecision/realtimePriority``) that preempted an ordinary
 /// thread in the middle of a section would otherwise spin and yield to no
@@ -70,8 +72,8 @@ struct InlineLock: ~Copyable, Sendable {
     }
 
     /// Failed attempts spent spinning, then yielding, before sleeping.
-    static let spins = 64
-    static let yields = 8
+    static let spins = 100
+    static let yields = 32
     /// The first sleep and the longest, in nanoseconds.
     static let firstPause = 2_000
     static let longestPause = 128_000

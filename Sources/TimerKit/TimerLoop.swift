@@ -156,7 +156,10 @@ public final class TimerLoop: @unchecked Sendable {
         throws(TimerError) -> RunResult
     {
         let modes = try runModeSet(mode)
-        return try runResult(tk_loop_run(handle, modes, deadline?.deadlineNanoseconds ?? Int64.max, 0))
+        // A real run returns once its deadline has passed; a manual run moves
+        // time to it, and, as an advance, never past it.
+        let until = deadline.map { isManual ? $0.nanoseconds : $0.deadlineNanoseconds } ?? Int64.max
+        return try runResult(tk_loop_run(handle, modes, until, 0))
     }
 
     /// Runs the loop in `mode` for `duration` of its monotonic clock (on a

@@ -14,7 +14,8 @@ import TimerKit
 ///   - the screen's own frame rate: a 30 Hz FrameTicker redraws it, and a
 ///     FrameRateMonitor reads its fps, p99 frame time, drops and hitches.
 ///
-/// Keys: `q` quits, `d` starts or ends the drag, `s` sends a code.
+/// Keys: `q` quits, `d` starts or ends the drag, `s` sends a code; Ctrl-C
+/// quits and Ctrl-Z stops, as in any terminal program.
 /// `--print-after SECONDS` runs without a terminal for that long and prints
 /// the screen once, plain (for scripts, and for running under faketime).
 enum DemoCommand: Subcommand {
@@ -200,6 +201,8 @@ private final class Demo: @unchecked Sendable {
         case UInt8(ascii: "q"), 3:  // q, Ctrl-C
             screen.quit = true
             loop.stop()  // the innermost run: the drag's, which then stops the main one
+        case 26:  // Ctrl-Z, a key in raw mode: stop as a shell's terminal would
+            raise(SIGTSTP)
         case UInt8(ascii: "d"):
             if screen.dragging {
                 loop.stop()  // ends the drag's nested run

@@ -1,13 +1,15 @@
 import Foundation
+import Synchronization
 import TimerKit
 
 /// The terminal of an interactive command, with ANSI escapes only (no
-/// curses). It puts back what it changed on `close`, and on every other way
-/// out: the signals that end the process (`SIGINT`, `SIGTERM`, `SIGHUP`,
-/// `SIGQUIT`) restore the terminal before it ends, and a stop (`SIGTSTP`)
-/// restores it for the shell, then applies the command's settings again
-/// when the process goes on (as `SIGCONT` does after any stop, since the
-/// shell may have reset them meanwhile).
+/// curses). It puts back what it changed on `close`, and on the other ways
+/// out that a program can see: the signals that end the process (`SIGINT`,
+/// `SIGTERM`, `SIGHUP`, `SIGQUIT`; not one the process was started ignoring)
+/// restore the terminal before it ends, and a stop (`SIGTSTP`) restores it
+/// for the shell, then applies the command's settings again when the
+/// process goes on (as `SIGCONT` does after any stop, since the shell may
+/// have reset them meanwhile). A crash or `SIGKILL` leaves it as it is.
 ///
 /// A screen (``Mode/screen``, `timerkit demo`) takes raw keys in (one at a
 /// time, unechoed, Ctrl-C included, never blocking) and draws whole screens
@@ -63,12 +65,14 @@ final class Terminal {
         TerminalSettings.applyEscapes()
     }
 
-    /// Puts the terminal back as it was, and the signals' handlers too.
+    /// Puts the signals' handlers back as they were, then the terminal.
     func close() {
         guard isOpen else { return }
         isOpen = false
-        TerminalSettings.restore(fromSignal: false)
+        // From here a handler that runs only puts the terminal back.
+        TerminalSettings.closing.store(true, ordering: .sequentiallyConsistent)
         TerminalSettings.removeHandlers()
+        TerminalSettings.restore(fromSignal: false)
     }
 
     /// The keys typed since the last call (none if nothing was typed). It
@@ -87,15 +91,18 @@ final class Terminal {
         return keys
     }
 
-    /// Draws `lines` as the whole screen, from the top left corner: each
-    /// line at its own row, so that a window with fewer rows shows the
-    /// first ones and never scrolls.
+    /// Draws `lines` as the whole screen, from the top left corner, each
+    /// line at its own row, so that the screen never scrolls. The rows go
+    /// from the last up: a window with fewer rows puts every line past its
+    /// bottom on its last row, where the last line that fits comes after
+    /// them, so it shows the first lines. The cursor is left on the last
+    /// line's row.
     func draw(_ lines: [String]) {
-        var text = ""
-        for (row, line) in lines.enumerated() {
+        var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
+        for (row, line) in lines.enumerated().reversed() {
             text += "\u{1B}[\(row + 1);1H" + line + "\u{1B}[K"
         }
-        write(text + "\u{1B}[J")
+        write(text + "\u{1B}[\(max(lines.count, 1));1H")
     }
 
     /// Rewrites the status line: the cursor's row, from its first column.
@@ -111,7 +118,7 @@ final class Terminal {
 /// What the signal handlers put back and apply again. Plain C values, set
 /// before the handlers are installed: a handler reads nothing else, and
 /// calls only functions that are safe in a signal handler (`tcsetattr`,
-/// `fcntl`, `write`, `signal`, `raise`, `sigprocmask`).
+/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`).
 private struct TerminalSettings {
     /// Whether standard input's settings were changed (a screen).
     var raw: Bool
@@ -121,7 +128,17 @@ private struct TerminalSettings {
 
     nonisolated(unsafe) static var current = TerminalSettings(raw: false)
     nonisolated(unsafe) static var installed = false
-    nonisolated(unsafe) static var previousHandlers: [sighandler_t?] = []
+    /// The handler's action (every handled signal blocked while it runs, so
+    /// that the handlers never interleave on a thread), and each signal's
+    /// action before, put back by `removeHandlers`; nil for a signal left
+    /// alone because the process was started ignoring it (as a shell starts
+    /// a background job ignoring SIGINT and SIGQUIT, and nohup SIGHUP).
+    nonisolated(unsafe) static var handlerAction = sigaction()
+    nonisolated(unsafe) static var previousActions: [sigaction?] = []
+    /// Set by `close` before anything else: from then on the handlers only
+    /// put the terminal back, and never apply the settings again. (A
+    /// lock-free atomic: safe to read in a handler, on any thread.)
+    static let closing = Atomic<Bool>(false)
 
     /// The signals that end the process, then the stop and the going on.
     static let endingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
@@ -137,18 +154,39 @@ private struct TerminalSettings {
     static let lineEnd: StaticString = "\n"
 
     static func installHandlers() {
-        previousHandlers = handledSignals.map { signal($0, handleSignal) }
+        closing.store(false, ordering: .sequentiallyConsistent)
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = handleSignal
+        sigemptyset(&action.sa_mask)
+        for signal in handledSignals { sigaddset(&action.sa_mask, signal) }
+        action.sa_flags = SA_RESTART
+        handlerAction = action
+        previousActions = handledSignals.map { signal in
+            var previous = sigaction()
+            guard sigaction(signal, nil, &previous) == 0, !isIgnored(previous) else { return nil }
+            sigaction(signal, &handlerAction, nil)
+            return previous
+        }
         installed = true
     }
 
     static func removeHandlers() {
-        for (signal, previous) in zip(handledSignals, previousHandlers) { Glibc.signal(signal, previous) }
-        previousHandlers = []
+        for (signal, previous) in zip(handledSignals, previousActions) {
+            guard var previous else { continue }
+            sigaction(signal, &previous, nil)
+        }
+        previousActions = []
         installed = false
     }
 
-    /// The mode's settings, again after a stop.
+    private static func isIgnored(_ action: sigaction) -> Bool {
+        guard let handler = action.__sigaction_handler.sa_handler else { return false }  // SIG_DFL
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
+    /// The mode's settings, again after a stop (not once closing).
     static func applyAgain() {
+        guard !closing.load(ordering: .sequentiallyConsistent) else { return }
         if current.raw {
             _ = tcsetattr(0, TCSANOW, &current.rawSettings)
             _ = fcntl(0, F_SETFL, current.savedFlags | O_NONBLOCK)
@@ -197,9 +235,14 @@ private func handleSignal(_ number: Int32) {
         sigaddset(&stop, SIGTSTP)
         sigprocmask(SIG_UNBLOCK, &stop, nil)
         raise(SIGTSTP)
-        // Going on (after SIGCONT, whose handler applied the settings).
+        // Going on: after SIGCONT, or at once where the kernel drops the
+        // stop (a process group that no shell controls). Applied here too,
+        // as SIGCONT's handler may have found it stopped mid-way.
         sigprocmask(SIG_BLOCK, &stop, nil)
-        signal(SIGTSTP, handleSignal)
+        if !TerminalSettings.closing.load(ordering: .sequentiallyConsistent) {
+            sigaction(SIGTSTP, &TerminalSettings.handlerAction, nil)
+            TerminalSettings.applyAgain()
+        }
     default:
         // Ends the process as the default action would, with the terminal
         // as it was: the signal, blocked while this runs, comes again once

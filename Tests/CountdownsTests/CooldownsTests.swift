@@ -148,6 +148,17 @@ struct CooldownsTests {
         }
     }
 
+    @Test("a duration with a part of a nanosecond ends at the next whole one, also after a restart")
+    func partOfANanosecond() throws {
+        let path = temporaryPath("state")
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let cooldown = try cooldowns.cooldown(key: "code", duration: .nanoseconds(3) / 2)
+        #expect(cooldown.end == BootClock.Instant(offset: .seconds(100) + .nanoseconds(2)))
+        let (_, _, restarted) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 1))
+        #expect(restarted.remaining(key: "code") == .nanoseconds(2))
+    }
+
     @Test("a state file path holding a NUL is refused, and no file is written at the part before it")
     func pathWithNUL() throws {
         let path = temporaryPath("state")

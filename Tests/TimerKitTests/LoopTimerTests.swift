@@ -451,5 +451,8 @@ struct LoopTimerTests {
         try loop.advance(by: .nanoseconds(12))
         #expect(ticks.value == [.nanoseconds(10), .nanoseconds(12), .nanoseconds(14)])
         repeating.invalidate()
+        // A manual run moves time to its deadline, as an advance, never past it.
+        try loop.run(until: at(loop.time + oneAndAHalf))
+        #expect(loop.time == .nanoseconds(15))
     }
 }
