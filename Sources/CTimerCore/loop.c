@@ -179,6 +179,10 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
         loop->stats.arms++;
         return 0;
     }
+    /* INT64_MIN marks the timerfd disarmed: a target there (a deadline
+     * saturated into the far past) is armed as the instant after it, which
+     * has passed just as well. */
+    if (target == TK__DISARMED) target = TK__DISARMED + 1;
     if (loop->armed[clock] == target) return 0;
     /* An absolute time of 0 would disarm the timerfd: 1 ns is as good. */
     struct itimerspec when = {.it_value = tk__ns_to_timespec(target > 0 ? target : 1)};

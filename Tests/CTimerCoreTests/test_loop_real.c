@@ -1506,6 +1506,28 @@ static void test_fd_number_taken_by_loop(void) {
     free_loop(loop);
 }
 
+/* A timer whose deadline saturated to INT64_MIN, the value that marks a
+ * timerfd disarmed, scheduled while the loop sleeps on another thread: it
+ * is due, so it wakes the loop and fires (it was taken for the target
+ * already armed, and waited for the next wake-up of any other cause). */
+static void test_deadline_at_int64_min(void) {
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        tk_loop *loop = new_loop();
+        runner r;
+        start_running(&r, loop);
+        sleep_ns(20 * MS); /* asleep in epoll_wait, nothing armed */
+        static atomic_int fired;
+        atomic_store(&fired, 0);
+        sched(loop, mkspec((tk_clock)clock, INT64_MIN, 0, 0, TK_MODES(0), TK_TIMER_ABSOLUTE),
+              set_flag_fn, &fired);
+        CHECK(wait_flag(&fired, PATIENCE));
+        tk_loop_stop(loop);
+        pthread_join(r.thread, NULL);
+        CHECK_EQ(r.rc, TK_RUN_STOPPED);
+        free_loop(loop);
+    }
+}
+
 static const test_case tests[] = {
     {"oneshot_order", test_oneshot_order, 120},
     {"equal_deadlines", test_equal_deadlines, 120},
@@ -1528,6 +1550,7 @@ static const test_case tests[] = {
     {"missed_judged_when_fired", test_missed_judged_when_fired, 120},
     {"due_behind", test_due_behind, 120},
     {"fd_number_taken_by_loop", test_fd_number_taken_by_loop, 120},
+    {"deadline_at_int64_min", test_deadline_at_int64_min, 120},
 };
 
 int main(int argc, char **argv) {
