@@ -75,7 +75,8 @@ public struct FrameRateMonitor: Sendable {
         public var frames: Int
         /// The time those frames took (the sum of their frame times).
         public var elapsed: Duration
-        /// `frames ÷ elapsed`.
+        /// `frames ÷ elapsed`; infinite when the frames took no time (their
+        /// timestamps repeat).
         public var framesPerSecond: Double
         /// The median frame time.
         public var frameTimeP50: Duration
@@ -92,7 +93,7 @@ public struct FrameRateMonitor: Sendable {
         /// Frames dropped: the sum of round(Δ ÷ interval) − 1.
         public var droppedFrames: UInt64
         /// Time beyond the interval, summed, in milliseconds per second of
-        /// `elapsed`.
+        /// `elapsed` (0 when `elapsed` is zero).
         public var hitchMillisecondsPerSecond: Double
         /// The grade of the hitch time.
         public var grade: Grade
@@ -266,14 +267,14 @@ extension FrameRateMonitor.Tally {
     func reading(_ thresholds: FrameRateMonitor.Thresholds) -> FrameRateMonitor.Reading {
         // The time of the frames counted, which leaves out the gap a
         // restart makes.
-        let elapsedNanoseconds = max(1, time)
-        let seconds = Double(elapsedNanoseconds) / 1e9
-        let hitchPerSecond = Double(hitch) / 1e6 / seconds
+        let seconds = Double(time) / 1e9
+        // No time, no hitch: frames whose timestamps repeat.
+        let hitchPerSecond = time > 0 ? Double(hitch) / 1e6 / seconds : 0
         func percentile(_ p: Double) -> Duration { .nanoseconds(histogram.percentile(p) ?? 0) }
         return FrameRateMonitor.Reading(
             frames: frames,
-            elapsed: .nanoseconds(elapsedNanoseconds),
-            framesPerSecond: Double(frames) / seconds,
+            elapsed: .nanoseconds(time),
+            framesPerSecond: time > 0 ? Double(frames) / seconds : .infinity,
             frameTimeP50: percentile(0.50),
             frameTimeP95: percentile(0.95),
             frameTimeP99: percentile(0.99),

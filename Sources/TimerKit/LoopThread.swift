@@ -10,7 +10,9 @@ import Musl
 /// The thread makes the loop its current one and runs it. When the run
 /// returns an error, nothing else would ever see it: the thread records it
 /// on the loop (``TimerLoop/failure``), which ends every sleep and tick
-/// waiting there with that error instead of leaving them hanging.
+/// waiting there with that error instead of leaving them hanging, and goes
+/// on running the loop's jobs until ``TimerLoop/stop()``, so that actors on
+/// the loop hear of it.
 enum LoopThread {
     private final class Body: Sendable {
         let loop: TimerLoop
@@ -27,6 +29,7 @@ enum LoopThread {
                 _ = try TimerError.check(result, "tk_loop_run")
             } catch {
                 loop.fail(error)
+                loop.serveJobsAfterFailure()
             }
         }
     }

@@ -44,6 +44,10 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
             if !local { queue.fromOtherThreads &+= 1 }
         }
         SystemError.expectSuccess(tk_loop_wakeup(handle), "tk_loop_wakeup")
+        // Read after the append: a thread whose run failed before it took
+        // the queue's batch finds the job there; one that took it earlier
+        // sees this post.
+        if hasFailed { jobSignal.post() }
     }
 
     /// How many jobs were queued from threads other than the one running the
@@ -73,11 +77,13 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
     }
 
     /// Whether the calling thread is running this loop (in a run, an
-    /// advance, or one of their callbacks and jobs).
+    /// advance, or one of their callbacks and jobs; after the run of the
+    /// loop's own thread failed, in one of the jobs that thread goes on
+    /// running).
     ///
     /// The corresponding C function is `tk_loop_runs_on_this_thread`.
     public var isRunningOnCurrentThread: Bool {
-        tk_loop_runs_on_this_thread(handle) == 1
+        tk_loop_runs_on_this_thread(handle) == 1 || (hasFailed && TimerLoop.executing === self)
     }
 
     /// The loop whose jobs the calling thread is running, if any.
@@ -92,6 +98,25 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
             Unmanaged<TimerLoop>.fromOpaque(context!).takeUnretainedValue().runJobs()
         }, Unmanaged.passUnretained(self).toOpaque())
         SystemError.expectSuccess(result, "tk_loop_set_wakeup_handler")
+    }
+
+    /// What the loop's own thread does once its run failed (see
+    /// ``startThread(mode:)``): nothing can wait on the loop's descriptors
+    /// any more, but actors and tasks on the loop must still run, if only to
+    /// hear that their sleeps failed. So the thread goes on running the
+    /// loop's jobs, woken by each enqueue, until ``stop()``.
+    func serveJobsAfterFailure() {
+        while true {
+            runJobs()
+            if jobs.withLock({ $0.stopServing }) { return }
+            jobSignal.wait()
+        }
+    }
+
+    /// Ends ``serveJobsAfterFailure()``, for ``stop()``.
+    func stopServingJobs() {
+        jobs.withLock { $0.stopServing = true }
+        jobSignal.post()
     }
 
     /// Runs the queued jobs, on the loop's thread. Jobs queued meanwhile ask
@@ -142,6 +167,38 @@ struct JobQueue {
     /// Whether the loop's thread is running a batch (a nested run must not
     /// start another).
     var running = false
+    /// Set by ``TimerLoop/stop()`` once the loop's run failed: the thread
+    /// running its jobs since then ends.
+    var stopServing = false
+}
+
+/// Wakes the thread that runs a failed loop's jobs: a POSIX semaphore, in
+/// memory of its own (it must not move). Unchecked: the semaphore is made for
+/// use from any thread, and the pointer never changes.
+final class JobSignal: @unchecked Sendable {
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    init() {
+        semaphore = .allocate(capacity: 1)
+        SystemError.expectSuccess(-(sem_init(semaphore, 0, 0) == 0 ? 0 : errno), "sem_init")
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    func post() {
+        SystemError.expectSuccess(-(sem_post(semaphore) == 0 ? 0 : errno), "sem_post")
+    }
+
+    /// Waits for a post (resumed after a signal).
+    func wait() {
+        while sem_wait(semaphore) != 0 {
+            let error = errno
+            if error != EINTR { SystemError.expectSuccess(-error, "sem_wait") }
+        }
+    }
 }
 
 /// The key of the loop whose jobs the calling thread is running.

@@ -68,6 +68,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// Jobs queued for the loop's thread (see TimerLoop+Executor.swift).
     let jobs = ThreadLocked(JobQueue())
 
+    /// Wakes the thread that runs the jobs once the loop's run failed.
+    let jobSignal = JobSignal()
+
     private init(handle: OpaquePointer, isManual: Bool) throws(TimerError) {
         self.handle = handle
         self.isManual = isManual
@@ -205,6 +208,7 @@ public final class TimerLoop: @unchecked Sendable {
     /// The corresponding C function is `tk_loop_stop`.
     public func stop() {
         SystemError.expectSuccess(tk_loop_stop(handle), "tk_loop_stop")
+        if hasFailed { stopServingJobs() }
     }
 
     /// Wakes a waiting run for one pass, from any thread.
@@ -218,7 +222,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// ``stop()`` is called.
     ///
     /// If that run fails (``failure`` says how), every sleep and tick waiting
-    /// on the loop fails with the error, and so does every later one.
+    /// on the loop fails with the error, and so does every later one. The
+    /// thread then goes on running the loop's jobs, so that actors and tasks
+    /// on the loop still run (and hear of the failure), until ``stop()``.
     ///
     /// - Throws: ``TimerError/system(_:)`` if the loop or the thread cannot
     ///   be created.

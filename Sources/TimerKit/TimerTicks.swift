@@ -47,7 +47,8 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
     /// Ticks every `interval` on `clock`.
     ///
     /// - Parameters:
-    ///   - interval: the time between ticks, at least 1 ns.
+    ///   - interval: the time between ticks, at least 1 ns (rounded up to
+    ///     whole nanoseconds, as every timer's grid is).
     ///   - tolerance: how late a tick may come to share a wake-up (≥ 0).
     ///   - clock: the clock the ticks are measured on.
     ///   - loop: the loop to run the timers on; by default TimerKit's
@@ -62,9 +63,9 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
         on loop: TimerLoop? = nil,
         in mode: LoopMode = .default
     ) throws(TimerError) {
-        _ = try AnyLoopTimer.intervalNanoseconds(interval)
+        // The grid the timer runs on: in whole nanoseconds, rounded up.
+        self.interval = .nanoseconds(try AnyLoopTimer.intervalNanoseconds(interval))
         _ = try AnyLoopTimer.toleranceNanoseconds(tolerance)
-        self.interval = interval
         self.tolerance = tolerance
         self.clock = clock
         self.loop = loop ?? (clock as? ManualClock)?.loop

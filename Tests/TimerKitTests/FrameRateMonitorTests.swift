@@ -146,6 +146,20 @@ struct FrameRateMonitorTests {
         #expect(try FrameRateMonitor(framesPerSecond: 1e-6).frameInterval == .seconds(1_000_000))
     }
 
+    @Test("frames whose timestamps repeat took no time: elapsed is zero, the rate infinite, no hitch")
+    func repeatedTimestamps() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .seconds(1) / 60)
+        let instant = MonotonicClock.Instant(offset: .seconds(100))
+        for _ in 0..<10 { monitor.record(instant) }
+        let summary = try #require(monitor.summary)
+        #expect(summary.frames == 9)
+        #expect(summary.elapsed == .zero)
+        #expect(summary.framesPerSecond == .infinity)
+        #expect(summary.hitchMillisecondsPerSecond == 0)
+        #expect(summary.grade == .good)
+        #expect(summary.droppedFrames == 0)
+    }
+
     @Test("no reading before two frames")
     func empty() throws {
         var monitor = try FrameRateMonitor(framesPerSecond: 60)

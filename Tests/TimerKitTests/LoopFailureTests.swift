@@ -33,8 +33,48 @@ private final class FailingRun: Sendable {
     }
 }
 
+/// An actor whose executor is `loop`.
+private actor Worker {
+    let loop: TimerLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    init(loop: TimerLoop) { self.loop = loop }
+
+    func nap() async throws { try await MonotonicClock().sleep(for: .seconds(3600)) }
+
+    /// Whether the call runs on the loop's thread, isolated to the actor.
+    func onLoop() -> Bool {
+        loop.checkIsolated()
+        return loop.isRunningOnCurrentThread
+    }
+}
+
 @Suite("A loop whose run fails", .timeLimit(.minutes(2)))
 struct LoopFailureTests {
+    @Test("actors on it still run: a sleep there fails with the run's error, and later calls return")
+    func actorsGoOn() async throws {
+        let run = FailingRun(failingWith: EIO)
+        let loop = try TimerLoop()
+        try LoopThread.start(loop) { run.run($0) }
+        let expected = TimerError.system(SystemError(errno: Errno(rawValue: EIO), function: "tk_loop_run"))
+        let worker = Worker(loop: loop)
+        #expect(await worker.onLoop())
+        let ended = Locked(false)
+        let napping = Task {
+            defer { ended.withLock { $0 = true } }
+            try await worker.nap()
+        }
+        #expect(await waitUntilAsync { loop.statistics.pending == 1 })
+        run.fail(loop)
+        // Its resumption is a job of the failed loop: the thread runs it.
+        // (Waited for with a limit: with no thread to run it, it never ends.)
+        try #require(await waitUntilAsync { ended.value }, "the actor's sleep never ended")
+        await #expect(throws: expected) { try await napping.value }
+        #expect(await worker.onLoop())
+        await #expect(throws: expected) { try await worker.nap() }
+        #expect(loop.failure == expected)
+        loop.stop()
+    }
+
     @Test("sleeps waiting on it fail with the run's error, and so do later ones")
     func sleepsFail() async throws {
         let run = FailingRun(failingWith: ENOMEM)

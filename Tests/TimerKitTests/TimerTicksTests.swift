@@ -142,6 +142,18 @@ struct TimerTicksTests {
         #expect(try await manual.next()?.timestamp == ManualClock.Instant(offset: .seconds(1)))
     }
 
+    @Test("an interval with a part of a nanosecond: stamps on the timer's grid of whole nanoseconds, never after the clock")
+    func partOfANanosecond() async throws {
+        let clock = try ManualClock()
+        var ticks = try TimerTicks(every: .seconds(1) / 60, clock: clock).makeAsyncIterator()
+        for index in 1...3 {
+            try clock.advance(by: .nanoseconds(16_666_667))  // 1/60 s, rounded up
+            let tick = try #require(try await ticks.next())
+            #expect(tick.timestamp == ManualClock.Instant(offset: .nanoseconds(16_666_667 * index)))
+            #expect(tick.timestamp <= clock.now)
+        }
+    }
+
     @Test("invalid intervals, tolerances and modes are refused")
     func errors() async throws {
         let loop = try TimerLoop.manual()
