@@ -26,6 +26,7 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       4  Added: tk_loop_take_stop.
  *       3  Added: precise timers (TK_TIMER_PRECISE, tk_precision,
  *          tk_loop_set_precision, tk_loop_get_precision), the spin counters
  *          at the end of tk_loop_stats and `flags` at the end of
@@ -55,7 +56,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 3
+#define TK_API_VERSION 4
 
 /* ------------------------------------------------------------------------
  * Types
@@ -437,6 +438,16 @@ int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t f
  * running, the next run returns at once. 0 or -EINVAL.
  */
 int tk_loop_stop(tk_loop *loop);
+
+/**
+ * Takes a stop that no run has taken and none will: if tk_loop_stop was
+ * called, no run has returned TK_RUN_STOPPED for it, and no run is running
+ * (one on any thread takes its stops itself), forgets it and returns 1;
+ * else 0 (-EINVAL for a NULL loop). For a thread whose run failed and that
+ * goes on serving the loop some other way: a stop that came as the run
+ * failed is then still there to take. (API version 4.)
+ */
+int tk_loop_take_stop(tk_loop *loop);
 
 /**
  * Wakes a waiting tk_loop_run for one pass, from any thread, and has that

@@ -517,6 +517,15 @@ int tk_loop_stop(tk_loop *loop) {
     return result;
 }
 
+int tk_loop_take_stop(tk_loop *loop) {
+    if (loop == NULL) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    int taken = loop->stop_requested && loop->depth == 0;
+    if (taken) loop->stop_requested = 0;
+    pthread_mutex_unlock(&loop->lock);
+    return taken;
+}
+
 int tk_loop_wakeup(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);

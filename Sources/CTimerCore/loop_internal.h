@@ -146,7 +146,8 @@ struct tk_loop {
  * tk__timers_wake_target); manual loops search exactly. */
 #define TK__WAKE_SEARCH_LIMIT 1024
 
-/* timerfd state: not armed / armed for "never" (kept only to see clock steps). */
+/* timerfd state: not armed. (A target of INT64_MIN is armed as the instant
+ * after it; "never" on a wall clock watched for steps is FAR_FUTURE.) */
 #define TK__DISARMED INT64_MIN
 
 /* timers.c */

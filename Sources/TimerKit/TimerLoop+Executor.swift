@@ -104,19 +104,15 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
     /// ``startThread(mode:)``): nothing can wait on the loop's descriptors
     /// any more, but actors and tasks on the loop must still run, if only to
     /// hear that their sleeps failed. So the thread goes on running the
-    /// loop's jobs, woken by each enqueue, until ``stop()``.
+    /// loop's jobs, woken by each enqueue, until a stop that no run takes
+    /// (``stop()`` also wakes it): one that came as the run failed counts,
+    /// and one that ends a run nested in a job does not.
     func serveJobsAfterFailure() {
         while true {
             runJobs()
-            if jobs.withLock({ $0.stopServing }) { return }
+            if tk_loop_take_stop(handle) == 1 { return }
             jobSignal.wait()
         }
-    }
-
-    /// Ends ``serveJobsAfterFailure()``, for ``stop()``.
-    func stopServingJobs() {
-        jobs.withLock { $0.stopServing = true }
-        jobSignal.post()
     }
 
     /// Runs the queued jobs, on the loop's thread. Jobs queued meanwhile ask
@@ -167,9 +163,6 @@ struct JobQueue {
     /// Whether the loop's thread is running a batch (a nested run must not
     /// start another).
     var running = false
-    /// Set by ``TimerLoop/stop()`` once the loop's run failed: the thread
-    /// running its jobs since then ends.
-    var stopServing = false
 }
 
 /// Wakes the thread that runs a failed loop's jobs: a POSIX semaphore, in
@@ -188,8 +181,12 @@ final class JobSignal: @unchecked Sendable {
         semaphore.deallocate()
     }
 
+    /// Wakes the waiter, or the next wait. (Past the semaphore's largest
+    /// count, EOVERFLOW, a wait returns at once all the same.)
     func post() {
-        SystemError.expectSuccess(-(sem_post(semaphore) == 0 ? 0 : errno), "sem_post")
+        guard sem_post(semaphore) != 0 else { return }
+        let error = errno
+        if error != EOVERFLOW { SystemError.expectSuccess(-error, "sem_post") }
     }
 
     /// Waits for a post (resumed after a signal).

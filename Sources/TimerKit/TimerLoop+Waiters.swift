@@ -56,12 +56,14 @@ extension TimerLoop {
     /// Records that the run of the loop's thread failed with `error`, and
     /// ends every wait with it.
     func fail(_ error: TimerError) {
+        // Set first: whoever sees `failure` also sees `failed` (a stop()
+        // that follows posts to the thread serving the jobs).
+        failed.store(true, ordering: .sequentiallyConsistent)
         let waiting = waiters.withLock { state in
             state.failure = error
             defer { state.waiting = [:] }
             return state.waiting.values.compactMap(\.waiter)
         }
-        failed.store(true, ordering: .releasing)
         for waiter in waiting { waiter.loopFailed(error) }
     }
 }

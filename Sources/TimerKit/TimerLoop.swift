@@ -208,7 +208,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// The corresponding C function is `tk_loop_stop`.
     public func stop() {
         SystemError.expectSuccess(tk_loop_stop(handle), "tk_loop_stop")
-        if hasFailed { stopServingJobs() }
+        // After the stop: a thread serving the jobs of a failed loop takes
+        // it, whether it read `failed` before this or this reads it after.
+        if hasFailed { jobSignal.post() }
     }
 
     /// Wakes a waiting run for one pass, from any thread.

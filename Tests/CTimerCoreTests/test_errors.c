@@ -387,6 +387,7 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, NULL), -EINVAL);
     CHECK_EQ(tk_loop_run(NULL, 0, TK_FOREVER, TK_RUN_NOWAIT), -EINVAL);
     CHECK_EQ(tk_loop_stop(NULL), -EINVAL);
+    CHECK_EQ(tk_loop_take_stop(NULL), -EINVAL);
     CHECK_EQ(tk_loop_wakeup(NULL), -EINVAL);
     CHECK_EQ(tk_loop_set_clock_change_handler(NULL, change_count_fn, NULL), -EINVAL);
     CHECK_EQ(tk_loop_set_clock_change_handler(NULL, NULL, NULL), -EINVAL);

@@ -1528,6 +1528,29 @@ static void test_deadline_at_int64_min(void) {
     }
 }
 
+/* tk_loop_take_stop takes only a stop that no run took. */
+static void test_take_stop(void) {
+    tk_loop *loop = new_loop();
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    CHECK_EQ(tk_loop_stop(loop), 0);
+    CHECK_EQ(tk_loop_take_stop(loop), 1);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    /* Taken, it no longer ends the next run. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    /* Taken by a run, it is not there to take. */
+    CHECK_EQ(tk_loop_stop(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    /* While a run runs, on another thread, its stop is its own. */
+    runner r;
+    start_running(&r, loop);
+    CHECK_EQ(tk_loop_stop(loop), 0);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    pthread_join(r.thread, NULL);
+    CHECK_EQ(r.rc, TK_RUN_STOPPED);
+    free_loop(loop);
+}
+
 static const test_case tests[] = {
     {"oneshot_order", test_oneshot_order, 120},
     {"equal_deadlines", test_equal_deadlines, 120},
@@ -1551,6 +1574,7 @@ static const test_case tests[] = {
     {"due_behind", test_due_behind, 120},
     {"fd_number_taken_by_loop", test_fd_number_taken_by_loop, 120},
     {"deadline_at_int64_min", test_deadline_at_int64_min, 120},
+    {"take_stop", test_take_stop, 60},
 };
 
 int main(int argc, char **argv) {

@@ -55,6 +55,7 @@ struct LoopFailureTests {
         let run = FailingRun(failingWith: EIO)
         let loop = try TimerLoop()
         try LoopThread.start(loop) { run.run($0) }
+        defer { loop.stop() }
         let expected = TimerError.system(SystemError(errno: Errno(rawValue: EIO), function: "tk_loop_run"))
         let worker = Worker(loop: loop)
         #expect(await worker.onLoop())
@@ -72,7 +73,23 @@ struct LoopFailureTests {
         #expect(await worker.onLoop())
         await #expect(throws: expected) { try await worker.nap() }
         #expect(loop.failure == expected)
-        loop.stop()
+    }
+
+    @Test("a stop that comes as the run fails ends the thread, which lets go of the loop")
+    func stopAsTheRunFails() throws {
+        weak var released: TimerLoop?
+        do {
+            let loop = try TimerLoop()
+            released = loop
+            // The stop lands after the run's last look at it, before the
+            // thread records the failure.
+            try LoopThread.start(loop) { loop in
+                loop.stop()
+                return -EIO
+            }
+            #expect(waitUntil { loop.failure != nil })
+        }
+        #expect(waitUntil { released == nil }, "the thread still holds the loop")
     }
 
     @Test("sleeps waiting on it fail with the run's error, and so do later ones")
@@ -80,6 +97,7 @@ struct LoopFailureTests {
         let run = FailingRun(failingWith: ENOMEM)
         let service = SleepService { run.run($0) }
         let loop = try service.loop.get()
+        defer { loop.stop() }  // the thread that serves its jobs since the failure
         let expected = TimerError.system(SystemError(errno: .noMemory, function: "tk_loop_run"))
 
         // One sleep that ends normally first: the loop works until it fails.
@@ -114,6 +132,7 @@ struct LoopFailureTests {
         let run = FailingRun(failingWith: EBADF)
         let loop = try TimerLoop()
         try LoopThread.start(loop) { run.run($0) }
+        defer { loop.stop() }
         let expected = TimerError.system(SystemError(errno: .badFileDescriptor, function: "tk_loop_run"))
         let ticks = try TimerTicks(every: .seconds(3600), on: loop)
         let consumer = Task {
