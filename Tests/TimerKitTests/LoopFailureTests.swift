@@ -31,6 +31,20 @@ private final class FailingRun: Sendable {
         failing.withLock { $0 = true }
         loop.wakeUp()
     }
+
+    /// The error the loop records when the run fails.
+    var error: TimerError {
+        .system(SystemError(errno: Errno(rawValue: code), function: "tk_loop_run"))
+    }
+
+    /// A new loop, run by a thread of its own with a run that fails with
+    /// `code` when told to.
+    static func startLoop(failingWith code: Int32) throws -> (FailingRun, TimerLoop) {
+        let run = FailingRun(failingWith: code)
+        let loop = try TimerLoop()
+        try LoopThread.start(loop) { run.run($0) }
+        return (run, loop)
+    }
 }
 
 /// An actor whose executor is `loop`.
@@ -52,11 +66,9 @@ private actor Worker {
 struct LoopFailureTests {
     @Test("actors on it still run: a sleep there fails with the run's error, and later calls return")
     func actorsGoOn() async throws {
-        let run = FailingRun(failingWith: EIO)
-        let loop = try TimerLoop()
-        try LoopThread.start(loop) { run.run($0) }
+        let (run, loop) = try FailingRun.startLoop(failingWith: EIO)
         defer { loop.stop() }
-        let expected = TimerError.system(SystemError(errno: Errno(rawValue: EIO), function: "tk_loop_run"))
+        let expected = run.error
         let worker = Worker(loop: loop)
         #expect(await worker.onLoop())
         let ended = Locked(false)
@@ -98,7 +110,7 @@ struct LoopFailureTests {
         let service = SleepService { run.run($0) }
         let loop = try service.loop.get()
         defer { loop.stop() }  // the thread that serves its jobs since the failure
-        let expected = TimerError.system(SystemError(errno: .noMemory, function: "tk_loop_run"))
+        let expected = run.error
 
         // One sleep that ends normally first: the loop works until it fails.
         try await service.sleep(
@@ -129,11 +141,9 @@ struct LoopFailureTests {
 
     @Test("ticks waiting on it throw the run's error, and later iterators too")
     func ticksFail() async throws {
-        let run = FailingRun(failingWith: EBADF)
-        let loop = try TimerLoop()
-        try LoopThread.start(loop) { run.run($0) }
+        let (run, loop) = try FailingRun.startLoop(failingWith: EBADF)
         defer { loop.stop() }
-        let expected = TimerError.system(SystemError(errno: .badFileDescriptor, function: "tk_loop_run"))
+        let expected = run.error
         let ticks = try TimerTicks(every: .seconds(3600), on: loop)
         let consumer = Task {
             var count = 0
