@@ -568,15 +568,27 @@ static int64_t next_on_grid(int64_t deadline, int64_t interval, int64_t now, uin
 }
 
 /* The clock whose due top entry comes next: the most overdue, then the
- * earliest scheduled. (The pass sets aside an entry that got its deadline
- * during the pass, and looks again.) */
-static int next_due(const tk_loop *loop, const int64_t now[TK_CLOCK_COUNT]) {
+ * earliest scheduled. A timer that got its deadline during this pass
+ * (`pass`: scheduled or put back by a callback, or re-armed by a nested
+ * run's pass) fires in a later pass: a due top of that kind is held first,
+ * out of the way of the due timers behind it, until the pass ends, so that
+ * it neither fires nor hides them from the comparison. Pass numbers wrap: a
+ * timer that waited 2^31 passes looks new for one (see release_held). */
+static int next_due(tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint32_t pass) {
     int best = -1;
     int64_t best_late = 0;
     uint32_t best_seq = 0;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
-        const tk__heap_entry *top = tk__heap_top(&loop->heaps[clock]);
+        tk__heap *heap = &loop->heaps[clock];
+        const tk__heap_entry *top;
         /* INT64_MAX stands for a deadline beyond the clock's range: never. */
+        while ((top = tk__heap_top(heap)) != NULL && top->deadline <= now[clock] &&
+               top->deadline != INT64_MAX) {
+            tk__timer *timer = &loop->timers[top->slot];
+            if ((int32_t)(timer->placed_pass - pass) < 0) break;
+            tk__heap_hold_top(heap, loop->positions);
+            timer->state = TK__TIMER_HELD;
+        }
         if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
         int64_t late = tk__sub_sat(now[clock], top->deadline);
         if (best < 0 || late > best_late ||
@@ -602,29 +614,18 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
     tk_mode_set bit = TK_MODES(mode);
     int64_t fired = 0;
     int clock;
-    while ((clock = next_due(loop, now)) >= 0) {
+    while ((clock = next_due(loop, now, pass)) >= 0) {
         tk__heap *heap = &loop->heaps[clock];
         tk__heap_entry entry = heap->entries[0];
         uint32_t slot = entry.slot;
         tk__timer *timer = &loop->timers[slot];
-        /* A timer that got its deadline during this pass (scheduled or put
-         * back by a callback, or re-armed by a nested run's pass) fires in a
-         * later pass: it is held, out of the way of the due timers behind it,
-         * until the pass ends. Pass numbers wrap: a timer that waited 2^31
-         * passes looks new for one (see release_held). A timer never fires
-         * while a callback of it runs (a nested run called from it, or
-         * tk_loop_fire on another thread): it waits, deferred, until that
-         * callback returns. Otherwise a due timer outside the mode waits,
-         * parked, for a run in one of its modes. */
-        uint8_t wait = (int32_t)(timer->placed_pass - pass) >= 0 ? TK__TIMER_HELD
-                       : timer->callbacks > 0                    ? TK__TIMER_DEFERRED
-                       : !(timer->modes & bit)                   ? TK__TIMER_PARKED
-                                                                 : TK__TIMER_SCHEDULED;
-        if (wait == TK__TIMER_HELD) {
-            tk__heap_hold_top(heap, loop->positions);
-            timer->state = TK__TIMER_HELD;
-            continue;
-        }
+        /* A timer never fires while a callback of it runs (a nested run
+         * called from it, or tk_loop_fire on another thread): it waits,
+         * deferred, until that callback returns. Otherwise a due timer
+         * outside the mode waits, parked, for a run in one of its modes. */
+        uint8_t wait = timer->callbacks > 0     ? TK__TIMER_DEFERRED
+                       : !(timer->modes & bit) ? TK__TIMER_PARKED
+                                               : TK__TIMER_SCHEDULED;
         if (wait != TK__TIMER_SCHEDULED) {
             if (park(loop, heap, wait) < 0) {
                 release_held(loop);

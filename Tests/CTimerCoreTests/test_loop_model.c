@@ -1925,6 +1925,37 @@ static void scenario_due_behind(void) {
     }
 }
 
+static void held_in_tie_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    if (rec != 0) return;
+    /* T3, overdue, sorts first on the boot clock: new in this pass. */
+    uint32_t r;
+    tk_timer_spec past = spec_at(TK_CLOCK_BOOTTIME, INT64_MIN + 6, 0, 0, TK_MODES(0));
+    w_schedule(w, &past, 0, &r);
+}
+
+/* A timer new in the pass must not take part in choosing the next timer
+ * either. Four timers so far overdue that their lateness saturates, so that
+ * ties go by seq: T0 and T1 on the boot clock, T2 on the monotonic clock;
+ * T0's callback schedules T3 on the boot clock, earlier than T1. T1 comes
+ * before T2 (it was scheduled first), then T3 in a later pass; T3, on top of
+ * the boot clock, had hidden T1 from the comparison, and T2 fired first. */
+static void scenario_held_in_tie(void) {
+    scenario_begin("held-in-tie", INT64_C(1) << 62);
+    if (S_failed) { scenario_end(); return; }
+    S->hook = held_in_tie_hook;
+    sched(spec_at(TK_CLOCK_BOOTTIME, INT64_MIN + 5, 0, 0, TK_MODES(0)));
+    sched(spec_at(TK_CLOCK_BOOTTIME, -(INT64_C(1) << 62) - 1, 0, 0, TK_MODES(0)));
+    sched(spec_at(TK_CLOCK_MONOTONIC, INT64_MIN + 10, 0, 0, TK_MODES(0)));
+    int64_t result = w_advance(S, 0, 0);
+    static const uint32_t want[] = {0, 1, 2, 3};
+    EXPECT(result == 4, "advance returned %" PRId64 ", want 4", result);
+    for (size_t i = 0; i < S->nlog && i < 4; i++)
+        EXPECT(S->log[i].rec == want[i], "callback %zu is T%u, want T%u", i, S->log[i].rec, want[i]);
+    scenario_end();
+}
+
 /* A repeating timer due behind a callback whose nested run in another mode
  * moved the clocks 100 ms on: it fires once, in the same pass, on its grid
  * at the time the nested run left (missed 10), as on a real loop. */
@@ -2245,6 +2276,7 @@ static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "ru
 static void test_due_behind(void) {
     on_both_worlds_isolated(scenario_due_behind, "due-behind");
     on_both_worlds_isolated(scenario_repeating_behind_nested_run, "repeating-behind-nested-run");
+    on_both_worlds_isolated(scenario_held_in_tie, "held-in-tie");
 }
 static void test_refire_in_nested_run(void) {
     on_both_worlds_isolated(scenario_refire_in_nested_run, "refire-in-nested-run");
