@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -895,11 +896,13 @@ typedef struct runner {
     uint32_t flags;
     int rc;
     atomic_int done;
+    atomic_int tid; /* the thread's id, once it runs */
     pthread_t thread;
 } runner;
 
 static void *runner_main(void *arg) {
     runner *r = arg;
+    atomic_store(&r->tid, (int)syscall(SYS_gettid));
     r->rc = tk_loop_run(r->loop, r->mode, r->until, r->flags);
     atomic_store(&r->done, 1);
     return NULL;
@@ -913,6 +916,7 @@ static void runner_start(runner *r, tk_loop *loop, unsigned mode, int64_t until,
     r->flags = flags;
     r->rc = -1000;
     atomic_store(&r->done, 0);
+    atomic_store(&r->tid, 0);
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
         fprintf(stderr, "pthread_create failed\n");
         exit(1);
@@ -929,6 +933,35 @@ static int wait_flag(atomic_int *flag, int64_t ns) {
     int64_t end = sys_now(TK_CLOCK_MONOTONIC) + ns;
     while (!atomic_load(flag) && sys_now(TK_CLOCK_MONOTONIC) < end) sleep_ns(MS);
     return atomic_load(flag);
+}
+
+/* Whether thread `tid` of this process is blocked in epoll_wait: the first
+ * field of /proc/self/task/TID/syscall is the number of the system call a
+ * blocked thread is in ("running" otherwise). -1 if the file cannot be read. */
+static int blocked_in_epoll(int tid) {
+    char path[64], text[64] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    if (n == 0) return -1;
+    long nr = strtol(text, NULL, 10);
+#ifdef SYS_epoll_wait
+    if (nr == SYS_epoll_wait) return 1;
+#endif
+    return nr == SYS_epoll_pwait;
+}
+
+/* Waits until the runner's thread sleeps in epoll_wait: it has finished its
+ * pass and armed its timerfds, so what is scheduled next must wake it. */
+static void wait_asleep(runner *r) {
+    int64_t end = sys_now(TK_CLOCK_MONOTONIC) + PATIENCE;
+    int tid, asleep = 0;
+    while ((tid = atomic_load(&r->tid)) == 0 && sys_now(TK_CLOCK_MONOTONIC) < end) sleep_ns(MS);
+    while (tid != 0 && (asleep = blocked_in_epoll(tid)) == 0 && sys_now(TK_CLOCK_MONOTONIC) < end)
+        sleep_ns(MS);
+    CHECK_EQ(asleep, 1); /* -1: /proc/self/task/TID/syscall cannot be read */
 }
 
 /* Starts a thread running `loop` FOREVER and waits until a callback shows it
@@ -963,7 +996,7 @@ static void test_thread_busy_and_stop(void) {
     shot far = {.group = &group, .clock = TK_CLOCK_MONOTONIC};
     sched(loop, mkspec(TK_CLOCK_MONOTONIC, 60 * SEC, 0, 0, TK_MODES(0), 0), shot_fn, &far);
     start_running(&r, loop);
-    sleep_ns(20 * MS);
+    wait_asleep(&r);
     CHECK_EQ(tk_loop_stop(loop), 0);
     pthread_join(r.thread, NULL);
     CHECK_EQ(r.rc, TK_RUN_STOPPED);
@@ -980,7 +1013,7 @@ static void test_thread_wakeup(void) {
     /* A ONCE run sleeping on a far timer returns after a wakeup. */
     runner r;
     runner_start(&r, loop, 0, TK_FOREVER, TK_RUN_ONCE);
-    sleep_ns(30 * MS);
+    wait_asleep(&r);
     CHECK_EQ(tk_loop_wakeup(loop), 0);
     pthread_join(r.thread, NULL);
     CHECK_EQ(r.rc, TK_RUN_PASSED);
@@ -1024,7 +1057,7 @@ static void test_thread_earlier_timer(void) {
         runner r;
         /* The run gives up long before the far timer, long after the near one. */
         runner_start(&r, loop, 0, sys_now(TK_CLOCK_MONOTONIC) + 15 * SEC, 0);
-        sleep_ns(30 * MS); /* let it fall asleep */
+        wait_asleep(&r);
         /* The loop may fire it before this thread looks again: its deadline
          * is known only to be no earlier than the clock read before, and its
          * handle is not stored where the callback reads it. */
@@ -1515,7 +1548,7 @@ static void test_deadline_at_int64_min(void) {
         tk_loop *loop = new_loop();
         runner r;
         start_running(&r, loop);
-        sleep_ns(20 * MS); /* asleep in epoll_wait, nothing armed */
+        wait_asleep(&r); /* nothing armed */
         static atomic_int fired;
         atomic_store(&fired, 0);
         sched(loop, mkspec((tk_clock)clock, INT64_MIN, 0, 0, TK_MODES(0), TK_TIMER_ABSOLUTE),
