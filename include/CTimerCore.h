@@ -356,8 +356,12 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
 int tk_loop_destroy(tk_loop *loop);
 
 /**
- * Makes room for `timers` pending timers on `clock`, so that scheduling up to
- * that many never allocates. Returns 0, -EINVAL or -ENOMEM.
+ * Makes room for `timers` pending timers on `clock`, beside the timers
+ * pending on the other clocks (the clocks share one timer table), so that
+ * scheduling on `clock` until it has that many pending never allocates.
+ * Returns 0, -EINVAL, or -ENOMEM (also for more timers than the table can
+ * index: `timers` plus those on the other clocks must stay below
+ * UINT32_MAX).
  */
 int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
 

@@ -311,9 +311,14 @@ void tk__timers_free(tk_loop *loop) {
 
 int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers) {
     if (loop == NULL || (unsigned)clock >= TK_CLOCK_COUNT) return -EINVAL;
-    if (timers >= TK__NO_SLOT) return -ENOMEM;
     pthread_mutex_lock(&loop->lock);
-    int result = reserve_slot(loop, timers);
+    /* The table is shared by the clocks: room for `timers` on this clock is
+     * room beside the timers pending on the others. */
+    uint64_t slots = timers;
+    for (int other = 0; other < TK_CLOCK_COUNT; other++) {
+        if (other != (int)clock) slots += loop->clock_timers[other];
+    }
+    int result = slots >= TK__NO_SLOT ? -ENOMEM : reserve_slot(loop, (uint32_t)slots);
     if (result == 0) result = tk__heap_reserve(&loop->heaps[clock], timers);
     pthread_mutex_unlock(&loop->lock);
     return result;

@@ -19,6 +19,7 @@
 #include "CTimerCore.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -291,8 +292,56 @@ static void test_every_allocation_fails_once(void) {
     CHECK_EQ(failures_seen, allocations);
 }
 
+static void count_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+}
+
+/* Schedules `count` timers on `clock`, far away; the number that failed. */
+static int schedule_many(tk_loop *loop, tk_clock clock, int count) {
+    tk_timer_spec spec = {.clock = clock, .delay_ns = INT64_C(3600000000000)};
+    int failed = 0;
+    for (int i = 0; i < count; i++) {
+        tk_timer_id id;
+        failed += tk_loop_schedule(loop, &spec, count_fire, NULL, &id) != 0;
+    }
+    return failed;
+}
+
+/* tk_loop_reserve makes room on its clock beside the timers pending on the
+ * other clocks (which share the timer table): scheduling up to the number
+ * reserved then never allocates. */
+static void test_reserve_is_per_clock(void) {
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        tk_loop *loop = NULL;
+        CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+        /* 60 pending on each other clock, 30 on this one. */
+        for (int other = 0; other < TK_CLOCK_COUNT; other++) {
+            if (other != clock) CHECK_EQ(schedule_many(loop, (tk_clock)other, 60), 0);
+        }
+        CHECK_EQ(schedule_many(loop, (tk_clock)clock, 30), 0);
+        CHECK_EQ(tk_loop_reserve(loop, (tk_clock)clock, 200), 0);
+        allocation_faults_arm(LONG_MAX); /* counts, never fails */
+        int failed = schedule_many(loop, (tk_clock)clock, 170);
+        long allocations = allocation_faults_count();
+        allocation_faults_disarm();
+        CHECK_EQ(failed, 0);
+        CHECK_EQ(allocations, 0);
+        tk_loop_stats stats;
+        CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+        CHECK_EQ(stats.pending, 320);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+    /* A reservation beyond what the table can index is refused. */
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    CHECK_EQ(schedule_many(loop, TK_CLOCK_BOOTTIME, 1), 0);
+    CHECK_EQ(tk_loop_reserve(loop, TK_CLOCK_MONOTONIC, UINT32_MAX - 1), -ENOMEM);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"every_allocation_fails_once", test_every_allocation_fails_once, 600},
+    {"reserve_is_per_clock", test_reserve_is_per_clock, 60},
 };
 
 int main(int argc, char **argv) {
