@@ -386,8 +386,14 @@ int tk_frame_ticker_destroy(tk_frame_ticker *ticker) {
         *ticker->prev_stopped = ticker->next_stopped;
         if (ticker->next_stopped != NULL) ticker->next_stopped->prev_stopped = ticker->prev_stopped;
         tk_release_fn release = loop->release_fn;
+        /* While its release handler runs, the loop cannot be destroyed, as
+         * for every other release (release_context in timers.c). */
+        loop->releasing++;
         pthread_mutex_unlock(&loop->lock);
         free_ticker(ticker, release);
+        pthread_mutex_lock(&loop->lock);
+        loop->releasing--;
+        pthread_mutex_unlock(&loop->lock);
         return 0;
     }
     /* The loop releases the ticker (tk__frame_ticker_released) now, or, from

@@ -60,6 +60,8 @@ typedef struct recorder {
     int bad_modes_result;
     int fillers;       /* timers scheduled by fill_heap */
     atomic_int releases;
+    int destroy_loop_in_release; /* on_release calls tk_loop_destroy ... */
+    int destroy_loop_result;     /* ... and keeps what it returned */
     atomic_int after_release; /* callbacks after the release: must stay 0 */
 } recorder;
 
@@ -111,9 +113,9 @@ static void noop_timer(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *
 }
 
 static void on_release(tk_loop *loop, void *context) {
-    (void)loop;
     recorder *r = context;
     atomic_fetch_add(&r->releases, 1);
+    if (r->destroy_loop_in_release) r->destroy_loop_result = tk_loop_destroy(loop);
 }
 
 static tk_loop *manual_loop(void) {
@@ -721,7 +723,12 @@ static void test_error_stops_the_ticker(void) {
             CHECK_EQ(tk_loop_destroy(loop), 0);
             CHECK_EQ(atomic_load(&r.releases), 1);
         } else {
+            /* Its release handler may not destroy the loop (-EBUSY), as
+             * from any other release handler. */
+            r.destroy_loop_in_release = 1;
             CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+            r.destroy_loop_in_release = 0;
+            CHECK_EQ(r.destroy_loop_result, -EBUSY);
             CHECK_EQ(atomic_load(&r.releases), 1);
             CHECK_EQ(tk_loop_destroy(loop), 0);
             CHECK_EQ(atomic_load(&r.releases), 1);
