@@ -20,6 +20,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/* The step between successive loops' handle keys: 2^32 / the golden ratio,
+ * odd (see make_id in timers.c). */
+#define TK__HANDLE_KEY_STEP UINT32_C(0x9E3779B9)
+
 /* Marks the end of the free-slot list. */
 #define TK__NO_SLOT UINT32_MAX
 

@@ -3,9 +3,10 @@
  *
  * Slots come from a free list over two parallel arrays (the records and their
  * positions), grown by doubling, so scheduling allocates only when the table
- * is full. A handle is ((generation ^ the loop's key) << 32 | slot + 1);
- * freeing a slot bumps its generation, which is what makes a stale handle
- * harmless, and the key makes another loop's handle name nothing here.
+ * is full. A handle is the slot and its generation, each offset by the
+ * loop's key (see make_id); freeing a slot bumps its generation, which is
+ * what makes a stale handle harmless, and the key is what makes another
+ * loop's handle name nothing here.
  *
  * A pending timer sits in the heap of its clock. A timer that comes due while
  * the loop runs a mode outside its set moves to `parked` and goes back into
@@ -27,28 +28,61 @@
 
 /* ---- Handles and slots ------------------------------------------------- */
 
+/*
+ * Both halves of a handle are offset by the loop's key, modulo 2^32:
+ * (generation + key) << 32 | (slot + 1 + key). Another loop, whose key is
+ * k' = key - delta, reads such a handle as slot + delta and generation +
+ * delta. The keys are the loops' counts times TK__HANDLE_KEY_STEP, the
+ * golden ratio scaled to 2^32, which spreads any number of them about as
+ * evenly as it can be done around the circle: among the first 4,096 loops
+ * no two keys are closer than 744,616 (either way round), among the first
+ * 65,536 none are closer than 52,777 (test_errors computes both). So a
+ * foreign handle lands on a slot of the loop only if one of the two has
+ * room for more timers than that distance, and then on a live timer of it
+ * only if one of the two has reused a slot that many times as well.
+ */
 static tk_timer_id make_id(const tk_loop *loop, uint32_t slot, uint32_t generation) {
-    return ((uint64_t)(generation ^ loop->handle_key) << 32) | ((uint64_t)slot + 1);
+    uint32_t key = loop->handle_key;
+    return ((uint64_t)(uint32_t)(generation + key) << 32) | (uint32_t)(slot + 1 + key);
+}
+
+/* The slot a handle names on this loop, which may be past its table. */
+static uint32_t slot_of(const tk_loop *loop, tk_timer_id id) {
+    return (uint32_t)id - 1 - loop->handle_key;
+}
+
+static uint32_t generation_of(const tk_loop *loop, tk_timer_id id) {
+    return (uint32_t)(id >> 32) - loop->handle_key;
 }
 
 uint32_t tk__next_handle_key(void) {
-    /* Successive counts times an odd constant: distinct modulo 2^32, and far
-     * apart, so that the generations of two loops' handles never meet. */
     static _Atomic uint32_t loops;
-    return atomic_fetch_add(&loops, 1) * UINT32_C(0x9E3779B9);
+    return atomic_fetch_add(&loops, 1) * TK__HANDLE_KEY_STEP;
+}
+
+/* The handle of the timer just placed in `slot`. Offsetting can give 0, which
+ * is never a handle (TK_TIMER_NONE): the slot then skips that generation, as
+ * if it had been reused once more. */
+static tk_timer_id issue_id(tk_loop *loop, uint32_t slot) {
+    tk__timer *timer = &loop->timers[slot];
+    tk_timer_id id = make_id(loop, slot, timer->generation);
+    if (id == TK_TIMER_NONE) {
+        if (++timer->generation == 0) timer->generation = 1;
+        id = make_id(loop, slot, timer->generation);
+    }
+    return id;
 }
 
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
  * is live only to its own callback, that is, to the thread running the loop;
  * to any other thread it has fired. */
 static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out) {
-    uint32_t low = (uint32_t)id;
-    if (low == 0) return NULL;
-    uint32_t slot = low - 1;
+    if (id == TK_TIMER_NONE) return NULL;
+    uint32_t slot = slot_of(loop, id);
     if (slot >= loop->timer_capacity) return NULL;
     tk__timer *timer = &loop->timers[slot];
     if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED ||
-        timer->generation != ((uint32_t)(id >> 32) ^ loop->handle_key)) {
+        timer->generation != generation_of(loop, id)) {
         return NULL;
     }
     if (timer->state == TK__TIMER_FIRING &&
@@ -338,7 +372,7 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
         timer->fn = fn;
         timer->context = context;
         schedule_slot(loop, slot, spec);
-        *id = make_id(loop, slot, timer->generation);
+        *id = issue_id(loop, slot);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

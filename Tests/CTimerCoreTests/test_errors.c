@@ -59,6 +59,8 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 #include "test_harness.h"
 
+#include "loop_internal.h" /* TK__HANDLE_KEY_STEP */
+
 #include <malloc.h>
 #if defined(__has_include)
 #if __has_include(<sanitizer/allocator_interface.h>)
@@ -1481,6 +1483,113 @@ static void test_foreign_handles(void) {
     CHECK_EQ(tk_loop_destroy(b), 0);
 }
 
+/* x's distance from 0 around the circle of 2^32. */
+static uint32_t around(uint32_t x) { return x <= UINT32_C(0x80000000) ? x : 0u - x; }
+
+/* How close the keys of two of the first `loops` loops a process creates
+ * come, and how many loops apart the closest two are. */
+static uint32_t closest_keys(uint32_t loops, uint32_t *apart) {
+    uint32_t closest = UINT32_MAX;
+    for (uint32_t d = 1; d < loops; d++) {
+        uint32_t distance = around(d * TK__HANDLE_KEY_STEP);
+        if (distance < closest) closest = distance, *apart = d;
+    }
+    return closest;
+}
+
+/* Makes `a`, then `apart` - 1 loops it destroys, then `b`: b's key is
+ * `apart` steps after a's. */
+static void loops_apart(uint32_t apart, tk_loop **a, tk_loop **b) {
+    *a = new_manual(0);
+    int made = 1;
+    for (uint32_t i = 1; i < apart; i++) {
+        tk_loop *between = NULL;
+        made &= tk_loop_create_manual(&between, 0) == 0 && tk_loop_destroy(between) == 0;
+    }
+    CHECK(made);
+    *b = new_manual(0);
+}
+
+/* `from` reuses one slot `reuses` times while `to` holds one timer: every
+ * handle `from` gives is refused by `to`. The handles are kept in `handles`.
+ * Returns how many `to` took. */
+static long reuse_one_slot(tk_loop *from, tk_loop *to, long reuses, tk_timer_id *handles) {
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000};
+    long taken = 0;
+    for (long i = 0; i < reuses; i++) {
+        tk_timer_id id;
+        if (tk_loop_schedule(from, &spec, count_fn, NULL, &id) != 0) return -1;
+        handles[i] = id;
+        tk_timer_info info;
+        taken += tk_loop_timer_info(to, id, &info) != -ENOENT;
+        if (tk_loop_cancel(from, id) != 0) return -1;
+    }
+    return taken;
+}
+
+/* How many of `handles` `loop` takes. */
+static long taken_by(tk_loop *loop, const tk_timer_id *handles, long count) {
+    long taken = 0;
+    for (long i = 0; i < count; i++) {
+        tk_timer_info info;
+        taken += tk_loop_timer_info(loop, handles[i], &info) != -ENOENT;
+    }
+    return taken;
+}
+
+/* The header's bound on foreign handles, at the two loops whose keys come
+ * closest among the first 4,096: with both tables past the bound, and a slot
+ * of each reused past it, neither takes a handle of the other. And the
+ * case an outside user found with the keys mixed in by XOR: loops 10,946
+ * apart, where one slot reused 170,034 times gave handles the other loop
+ * took, and cancelled its timer. */
+static void test_foreign_handles_far_apart(void) {
+    uint32_t apart4k = 0, apart64k = 0;
+    uint32_t bound = closest_keys(4096, &apart4k);
+    CHECK_EQ(bound, 744616); /* the header's figures */
+    CHECK_EQ(closest_keys(65536, &apart64k), 52777);
+    const struct { uint32_t apart; long reuses, timers; } cases[] = {
+        {apart4k, bound + 2L, bound + 2L},
+        {10946, 170034 + 2L, 64},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        long reuses = cases[c].reuses;
+        tk_timer_id *from_a = malloc((size_t)reuses * sizeof *from_a);
+        tk_timer_id *from_b = malloc((size_t)reuses * sizeof *from_b);
+        tk_timer_id *held_a = malloc((size_t)cases[c].timers * sizeof *held_a);
+        tk_timer_id *held_b = malloc((size_t)cases[c].timers * sizeof *held_b);
+        CHECK(from_a && from_b && held_a && held_b);
+        if (!(from_a && from_b && held_a && held_b)) exit(1);
+        tk_loop *a, *b;
+        loops_apart(cases[c].apart, &a, &b);
+        tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000};
+        /* Each reuses a slot while the other holds a timer in its first. */
+        tk_timer_id first_b, first_a;
+        CHECK_EQ(tk_loop_schedule(b, &spec, count_fn, NULL, &first_b), 0);
+        CHECK_EQ(reuse_one_slot(a, b, reuses, from_a), 0);
+        CHECK_EQ(tk_loop_cancel(b, first_b), 0);
+        CHECK_EQ(tk_loop_schedule(a, &spec, count_fn, NULL, &first_a), 0);
+        CHECK_EQ(reuse_one_slot(b, a, reuses, from_b), 0);
+        CHECK_EQ(tk_loop_cancel(a, first_a), 0);
+        /* Both tables grow past the bound; no old or new handle crosses. */
+        int scheduled = 1;
+        for (long i = 0; i < cases[c].timers; i++) {
+            scheduled &= tk_loop_schedule(a, &spec, count_fn, NULL, &held_a[i]) == 0;
+            scheduled &= tk_loop_schedule(b, &spec, count_fn, NULL, &held_b[i]) == 0;
+        }
+        CHECK(scheduled);
+        CHECK_EQ(taken_by(b, from_a, reuses), 0);
+        CHECK_EQ(taken_by(a, from_b, reuses), 0);
+        CHECK_EQ(taken_by(b, held_a, cases[c].timers), 0);
+        CHECK_EQ(taken_by(a, held_b, cases[c].timers), 0);
+        CHECK_EQ(taken_by(a, held_a, cases[c].timers), cases[c].timers);
+        CHECK_EQ(taken_by(b, held_b, cases[c].timers), cases[c].timers);
+        CHECK_EQ(tk_loop_destroy(a), 0);
+        CHECK_EQ(tk_loop_destroy(b), 0);
+        free(from_a), free(from_b), free(held_a), free(held_b);
+    }
+}
+
 /* Memory the process holds on the heap now (ASan's count under ASan). */
 static size_t heap_bytes(void) {
 #if defined(__has_feature)
@@ -1647,6 +1756,7 @@ static const test_case tests[] = {
     {"saturation_real", test_saturation_real, 300},
     {"watch_errors", test_watch_errors, 300},
     {"foreign_handles", test_foreign_handles, 60},
+    {"foreign_handles_far_apart", test_foreign_handles_far_apart, 300},
     {"watch_bad_fd_costs_nothing", test_watch_bad_fd_costs_nothing, 60},
     {"errno_names", test_errno_names, 60},
     {"watch_table", test_watch_table, 120},
