@@ -146,6 +146,10 @@ public final class TimerLoop: @unchecked Sendable {
     /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
     /// way; without a deadline, time does not move during the run.
     ///
+    /// A deadline at the last instant of the clock's range (`Int64.max`
+    /// nanoseconds, where later instants saturate) never comes, as no
+    /// timer's there does: the run goes to the nanosecond before it.
+    ///
     /// The corresponding C function is `tk_loop_run`.
     ///
     /// - Throws: ``TimerError/busy`` if another thread is running the loop
@@ -160,8 +164,12 @@ public final class TimerLoop: @unchecked Sendable {
     {
         let modes = try runModeSet(mode)
         // A real run returns once its deadline has passed; a manual run moves
-        // time to it, and, as an advance, never past it.
-        let until = deadline.map { isManual ? $0.nanoseconds : $0.deadlineNanoseconds } ?? Int64.max
+        // time to it, and, as an advance, never past it. Int64.max is the C
+        // core's "no deadline" (TK_FOREVER), and an instant there never comes:
+        // a deadline at it runs to the instant before.
+        let until =
+            deadline.map { min(isManual ? $0.nanoseconds : $0.deadlineNanoseconds, .max - 1) }
+            ?? .max
         return try runResult(tk_loop_run(handle, modes, until, 0))
     }
 

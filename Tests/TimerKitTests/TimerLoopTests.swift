@@ -101,6 +101,24 @@ struct TimerLoopTests {
         }
     }
 
+    @Test("a manual run to the end of the clock's range returns, at the nanosecond before it")
+    func manualRunToTheEndOfTime() throws {
+        let last = Duration.nanoseconds(Int64.max)
+        let loop = try TimerLoop.manual(startingAt: last - .seconds(1))
+        let fired = Locked(0)
+        try loop.schedule(after: .milliseconds(500)) { _, _ in fired.withLock { $0 += 1 } }
+        // Past the range: the deadline saturates at Int64.max, which would
+        // read as "no deadline" in the C core.
+        #expect(try loop.run(for: .seconds(2)) == .timedOut)
+        #expect(loop.time == last - .nanoseconds(1))
+        #expect(fired.value == 1)
+        #expect(try loop.run(until: MonotonicClock.Instant(offset: last)) == .timedOut)
+        #expect(loop.time == last - .nanoseconds(1))
+        let clock = try ManualClock()
+        #expect(try clock.run(until: ManualClock.Instant(offset: .seconds(1_000_000_000_000))) == .timedOut)
+        #expect(clock.now.offset == last - .nanoseconds(1))
+    }
+
     @Test("a real loop runs until stopped, from a timer or from another thread")
     func runAndStop() throws {
         let loop = try TimerLoop()
