@@ -233,8 +233,10 @@ public final class Cooldowns: Sendable {
     ///   ``CountdownError/notAStateFile``, ``CountdownError/stateFileTruncated``,
     ///   ``CountdownError/stateFileCorrupt(_:)``,
     ///   ``CountdownError/stateFileFromNewerVersion(_:)`` or
-    ///   ``CountdownError/system(_:)``: a file that cannot be used changes
-    ///   nothing, and is left as it is.
+    ///   ``CountdownError/system(_:)`` (`EINVAL` from `open` for a path that
+    ///   is not a regular file, such as a FIFO, whose read could block for
+    ///   good): a file that cannot be used changes nothing, and is left as
+    ///   it is.
     @discardableResult
     public func restore() throws(CountdownError) -> RestoreOutcome {
         guard file != nil else { throw .noStateFile }

@@ -14,13 +14,6 @@ import Musl
 /// leaves the old file or the new one, never a mix. Interrupted system calls
 /// are resumed.
 package enum AtomicFile {
-    /// The file's bytes, read in 4 KiB chunks until the end or until more
-    /// than `limit` bytes are in (so a caller can tell a file larger than
-    /// `limit`: then the result is longer than `limit`, by less than 4 KiB).
-    ///
-    /// - Throws: the failed call (`open`, `read`), with
-    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file, and
-    ///   `Errno/invalidArgument` from `open` for a path holding a NUL.
     /// Refuses a path that C would read only up to its first NUL: it would
     /// name another file, and a write would land there.
     private static func checkPath(_ path: String) throws(SystemError) {
@@ -29,12 +22,34 @@ package enum AtomicFile {
         }
     }
 
+    /// The file's bytes, read in 4 KiB chunks until the end or until more
+    /// than `limit` bytes are in (so a caller can tell a file larger than
+    /// `limit`: then the result is longer than `limit`, by less than 4 KiB).
+    ///
+    /// Only a regular file is read. A FIFO, a socket or a device could block
+    /// the read for good (a FIFO with no writer blocks even its `open`) or
+    /// never end, and a directory holds no bytes.
+    ///
+    /// - Throws: the failed call (`open`, `fstat`, `read`), with
+    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file,
+    ///   `Errno/isDirectory` from `read` for a directory, and
+    ///   `Errno/invalidArgument` from `open` for a path holding a NUL or
+    ///   naming anything else that is not a regular file.
     package static func read(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
         try checkPath(path)
+        // Non-blocking, so that opening a FIFO returns at once; it changes
+        // nothing for a regular file.
         let fd = try retrying { () throws(SystemError) in
-            try SystemError.posix(open(path, O_RDONLY | O_CLOEXEC), "open")
+            try SystemError.posix(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), "open")
         }
         defer { _ = close(fd) }  // read-only: closing cannot lose data
+        var status = stat()
+        _ = try SystemError.posix(fstat(fd, &status), "fstat")
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw SystemError(errno: .isDirectory, function: "read")
+        default: throw SystemError(errno: .invalidArgument, function: "open")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count <= limit {

@@ -46,7 +46,9 @@ extension TrustedClock {
     /// ``TrustedTimeError/stateFileTruncated``,
     /// ``TrustedTimeError/stateFileFromNewerVersion(_:)``,
     /// ``TrustedTimeError/stateFileCorrupt(_:)`` (bad checksum or values), or
-    /// ``TrustedTimeError/system(_:)`` for a read error.
+    /// ``TrustedTimeError/system(_:)`` for a read error (`EINVAL` from `open`
+    /// for a path that is not a regular file: a FIFO or a device is refused
+    /// rather than read, which could block for good).
     @discardableResult
     public func restore(from path: String) throws(TrustedTimeError) -> RestoreOutcome {
         let bytes: [UInt8]

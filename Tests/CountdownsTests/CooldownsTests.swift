@@ -170,6 +170,25 @@ struct CooldownsTests {
         #expect(access(path, F_OK) != 0, "a file was written at the path cut at the NUL")
     }
 
+    @Test("a state file path naming a FIFO with no writer gives a typed error at once, and the cooldowns run on")
+    func fifoPath() throws {
+        let path = temporaryPath("fifo")
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let notRegular = CountdownError.system(SystemError(errno: .invalidArgument, function: "open"))
+        // Opening it used to block for good.
+        #expect(throws: notRegular) { try cooldowns.restore() }
+        // A save keeps a file it cannot read, as for any unreadable one ...
+        #expect(throws: notRegular) { try cooldowns.cooldown(key: "code", duration: .seconds(60)) }
+        #expect(cooldowns.remaining(key: "code") == .seconds(60), "it runs in memory all the same")
+        // ... until told to replace it.
+        try cooldowns.replaceStateFile()
+        let (_, _, later) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try later.restore() == .sameBoot(restored: 1))
+        #expect(later.remaining(key: "code") == .seconds(50))
+    }
+
     @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")
     func tooMany() throws {
         let path = temporaryPath("state")

@@ -260,6 +260,24 @@ struct TrustedClockPersistenceTests {
         #expect(directory.entries().isEmpty)
     }
 
+    @Test("a path that is not a regular file: a FIFO with no writer, a device, a directory")
+    func notARegularFile() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let fifo = directory.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let clock = TrustedClock(readings: ScriptedReadings())
+        let notRegular = TrustedTimeError.system(SystemError(errno: .invalidArgument, function: "open"))
+        // Opening a FIFO with no writer used to block for good.
+        #expect(throws: notRegular) { try clock.restore(from: fifo) }
+        #expect(throws: notRegular) { try clock.restore(from: "/dev/zero") }
+        #expect(throws: notRegular) { try clock.restore(from: "/dev/null") }
+        #expect(throws: TrustedTimeError.system(SystemError(errno: .isDirectory, function: "read"))) {
+            try clock.restore(from: directory.file(""))
+        }
+        #expect(!clock.isSynced, "a refused restore changes nothing")
+    }
+
     @Test("saving replaces the old file atomically")
     func overwrite() throws {
         let directory = TrustedTestDirectory()
