@@ -114,7 +114,7 @@ public final class Cooldowns: Sendable {
             if let current = running[key], center.contains(current.countdown) { return (current, false) }
             // In whole nanoseconds, rounded up: the file holds whole
             // nanoseconds, and a restored end must not come earlier.
-            let end = center.loop.now(.boot) + .nanoseconds(duration.nanosecondsRoundedUp)
+            let end = Self.withinRange(center.loop.now(.boot) + .nanoseconds(duration.nanosecondsRoundedUp))
             let cooldown = Cooldown(
                 key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
             running[key] = cooldown
@@ -304,9 +304,18 @@ public final class Cooldowns: Sendable {
         return .anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft)
     }
 
+    /// `end`, or the last instant the boot clock's nanoseconds reach if it
+    /// lies beyond: where the countdown's timer and the file put it. Kept
+    /// the same in memory, a cooldown restored in another boot has at least
+    /// the time it had left when saved.
+    private static func withinRange(_ end: BootClock.Instant) -> BootClock.Instant {
+        min(end, BootClock.Instant(offset: .nanoseconds(Int64.max)))
+    }
+
     /// Runs a restored cooldown, unless one for the key ends later already.
     private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Bool {
-        running.withLock { running in
+        let end = Self.withinRange(end)
+        return running.withLock { running in
             if let current = running[key], center.contains(current.countdown) {
                 guard current.end < end else { return false }
                 center.remove(current.countdown)

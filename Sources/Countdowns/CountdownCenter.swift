@@ -24,6 +24,11 @@ import TrustedTime
 /// for the earliest. An end that passed while the machine was suspended is
 /// delivered as soon as it resumes, with its lateness. ``onEnd(_:)`` hears
 /// every end; an observer of a countdown or of its group hears its own.
+/// The one exception is an end at the boot clock's last instant,
+/// `Int64.max` nanoseconds, where ends beyond the clock's range saturate:
+/// like every timer's deadline there, it never comes, even on a manual loop
+/// moved to that instant (the countdown then stays, with no time
+/// ``remaining(_:)``).
 ///
 /// **Ticks.** An observation of one countdown ticks exactly when its
 /// displayed value changes: its remaining time rounded up to the

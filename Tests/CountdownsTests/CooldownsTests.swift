@@ -216,6 +216,23 @@ struct CooldownsTests {
         #expect(reader.remaining(key: "user-7") == nil)
     }
 
+    @Test("a cooldown too long for the clock ends at its last nanosecond, in memory as in the file, and a reboot keeps its time left")
+    func endBeyondTheClock() throws {
+        let path = temporaryPath("state")
+        let last = BootClock.Instant(offset: .nanoseconds(Int64.max))
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let cooldown = try cooldowns.cooldown(key: "code", duration: .seconds(Int64.max))
+        #expect(cooldown.end == last)
+        let savedLeft = try #require(cooldowns.remaining(key: "code"))
+        #expect(savedLeft == last - BootClock.Instant(offset: .seconds(100)))
+        // A reboot with the boot clock at 1 s: it had that much left when saved.
+        let (_, _, cooldowns2) = try process(boot: .seconds(1), bootID: "boot-b", path: path)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        let restoredLeft = try #require(cooldowns2.remaining(key: "code"))
+        #expect(restoredLeft >= savedLeft, "restored \(restoredLeft), saved with \(savedLeft) left")
+        #expect(cooldowns2.cooldown(key: "code")?.end == BootClock.Instant(offset: .seconds(1)) + savedLeft)
+    }
+
     @Test("after a reboot with a synced trusted clock: the saved end in server time")
     func rebootWithSync() throws {
         let path = temporaryPath("state")
