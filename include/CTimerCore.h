@@ -26,6 +26,12 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       5  A manual loop's tk_loop_run with a deadline ends with a pass at
+ *          its deadline, as a real run woken by its deadline does (it ended
+ *          as tk_loop_advance does, without that pass, so a timer whose
+ *          leeway reached past the deadline waited, and a due timer of
+ *          another mode was not parked). Tests that relied on that can
+ *          call tk_loop_advance over the same span instead.
  *       4  Added: tk_loop_take_stop.
  *       3  Added: precise timers (TK_TIMER_PRECISE, tk_precision,
  *          tk_loop_set_precision, tk_loop_get_precision), the spin counters
@@ -56,7 +62,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 4
+#define TK_API_VERSION 5
 
 /* ------------------------------------------------------------------------
  * Types
@@ -430,13 +436,17 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * On a manual loop, a run with `deadline_ns` TK_FOREVER does not move time: it
  * fires what is due, handles descriptors and waits for them, a wake-up or a
  * stop. A run with any other `deadline_ns` never waits: it moves the manual
- * clocks itself, exactly as tk_loop_advance does (see "Manual time" below),
+ * clocks itself, as tk_loop_advance does (see "Manual time" below),
  * polling the descriptors without blocking after each pass, until no
- * wake-up is left up to `deadline_ns`; it then returns TK_RUN_TIMED_OUT with the
- * monotonic clock at `deadline_ns` (or where it was, if later), or
- * TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass at the
- * current time; TK_RUN_ONCE moves time from wake-up to wake-up until a pass
- * has handled something.
+ * wake-up is left before `deadline_ns`. Then, as a real run wakes for its
+ * deadline, it moves the clocks to `deadline_ns` (a wake-up in the
+ * statistics) and makes a last pass there, which fires every timer of the
+ * mode whose deadline has passed, its leeway notwithstanding, and parks the
+ * due timers of other modes; it returns TK_RUN_TIMED_OUT after that pass
+ * (with no further pass if the monotonic clock had reached `deadline_ns`
+ * already), or TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass
+ * at the current time; TK_RUN_ONCE moves time from wake-up to wake-up until
+ * a pass has handled something.
  *
  * After each pass the checks come in this order: a stop (TK_RUN_STOPPED);
  * with TK_RUN_ONCE, something handled (TK_RUN_PASSED); a deadline reached
@@ -684,9 +694,12 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * the same way: to each wake-up target in turn (the earliest deadline +
  * leeway among the mode's timers), where every timer whose deadline has
  * passed fires, in deadline order, with the clocks reading the wake-up time;
- * then to the end of the span. A run also handles ready descriptors (without
- * waiting) after each pass, can be stopped, and its callbacks may run nested
- * runs, in other modes and with deadlines of their own, which move time too:
+ * then to the end of the span. There a run makes a last pass, as a real run
+ * woken by its deadline does, while an advance ends (its pass comes when
+ * the next advance or run begins). A run also handles ready descriptors
+ * (without waiting) after each pass, can be stopped, and its callbacks may
+ * run nested runs, in other modes and with deadlines of their own, which
+ * move time too:
  * the outer run goes on from wherever time is when the inner one returns,
  * even past its own deadline (what it fires after that sees the time the
  * nested run left).

@@ -385,6 +385,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     /* A manual loop's run with a deadline does not wait for time: it moves
      * it, as tk_loop_advance does, and only polls the descriptors. */
     int moves_time = loop->manual && until_ns != TK_FOREVER;
+    int at_deadline = 0; /* moved time to until_ns for a last pass there */
     int waited = 0;
     int spun = 0; /* the last pass spun for a precise timer */
     int64_t handled = 0;
@@ -413,9 +414,10 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
         /* `now` may be a little stale after the callbacks: a target that
          * passed meanwhile arms a timerfd in the past, which fires at once.
-         * A run that moves time ends below, when no wake-up is left up to
-         * until_ns, as tk_loop_advance ends. */
-        if (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT))) {
+         * A run that moves time ends after the pass it makes at until_ns
+         * (see below). */
+        if (at_deadline ||
+            (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT)))) {
             return TK_RUN_TIMED_OUT;
         }
         /* A precise timer due within the margin: spin to it, and fire it in
@@ -464,10 +466,20 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
                 pthread_mutex_lock(&loop->lock);
             }
         }
-        /* Time moves unless the run is about to return anyway. */
+        /* Time moves unless the run is about to return anyway: to the next
+         * wake-up, or, with none left before until_ns, to until_ns, where a
+         * real run wakes for its deadline and makes a last pass. That pass
+         * fires what is due there, such as a timer whose leeway reaches past
+         * until_ns, and parks the due timers of other modes. */
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
-            !((flags & TK_RUN_ONCE) && handled > 0) && !tk__manual_step(loop, mode, until_ns)) {
-            return TK_RUN_TIMED_OUT;
+            !((flags & TK_RUN_ONCE) && handled > 0)) {
+            int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
+            if (!tk__manual_step(loop, mode, until_ns)) {
+                /* Already there (a callback moved the clock): the last pass was made. */
+                if (before >= until_ns) return TK_RUN_TIMED_OUT;
+                loop->stats.wakeups++;
+                at_deadline = 1;
+            }
         }
     }
 }

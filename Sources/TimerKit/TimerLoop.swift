@@ -144,7 +144,10 @@ public final class TimerLoop: @unchecked Sendable {
     ///
     /// On a manual loop a run with a deadline moves the manual clocks to it,
     /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
-    /// way; without a deadline, time does not move during the run.
+    /// way, and then, as a real run woken by its deadline, makes a last pass
+    /// there: a timer due by then fires even if its tolerance reaches
+    /// further, and a due timer of another mode waits for its mode. Without
+    /// a deadline, time does not move during the run.
     ///
     /// A deadline at the last instant of the clock's range (`Int64.max`
     /// nanoseconds, where later instants saturate) never comes, as no

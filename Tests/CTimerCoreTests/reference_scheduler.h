@@ -50,9 +50,12 @@
  *     ends it (PASSED); with until TK_FOREVER or NOWAIT, a pass at
  *     now[MONOTONIC] >= until ends it (TIMED_OUT); NOWAIT ends after the
  *     first pass (PASSED; a non-moving run counts one wake-up); otherwise,
- *     with a finite `until`, a step to `until` follows, and ends the run
- *     (TIMED_OUT) when it reaches it. A run with until TK_FOREVER and no
- *     NOWAIT would wait for descriptors: not modelled. A run from a callback
+ *     with a finite `until`, a step to `until` follows; a step that finds no
+ *     wake-up left before `until` moves the clocks there (a wake-up) for a
+ *     last pass, after which the run ends (TIMED_OUT), or ends the run at
+ *     once if the clock had reached `until` already. A run with until
+ *     TK_FOREVER and no NOWAIT would wait for descriptors: not modelled. A
+ *     run from a callback
  *     of advance returns -EBUSY; advance from any callback does too.
  *   - A one-shot timer is taken out before its callback runs; inside that
  *     callback, cancel returns 0 (once) and reschedule revives it, while
@@ -515,6 +518,7 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
     if (ref->advancing) return -EBUSY;
     int moves_time = until_ns != TK_FOREVER;
     if (!moves_time && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
+    int at_deadline = 0;
     int waited = 0;
     int64_t handled = 0;
     for (;;) {
@@ -535,13 +539,19 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
             return TK_RUN_STOPPED;
         }
         if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
-        if (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT)))
+        if (at_deadline ||
+            (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT))))
             return TK_RUN_TIMED_OUT;
         waited = 1;
         if (!moves_time) {
             ref->stats.wakeups++; /* the wait that did not wait */
-        } else if (!(flags & TK_RUN_NOWAIT) && !ref_step(ref, mode, until_ns)) {
-            return TK_RUN_TIMED_OUT;
+        } else if (!(flags & TK_RUN_NOWAIT)) {
+            int64_t before = ref->now[TK_CLOCK_MONOTONIC];
+            if (!ref_step(ref, mode, until_ns)) {
+                if (before >= until_ns) return TK_RUN_TIMED_OUT;
+                ref->stats.wakeups++; /* woken by the deadline, for a last pass */
+                at_deadline = 1;
+            }
         }
     }
 }

@@ -1988,9 +1988,9 @@ static void scenario_repeating_behind_nested_run(void) {
     }
 }
 
-/* With nothing scheduled, a run with a deadline moves the clocks to it and
- * times out; a deadline already past leaves them; TK_RUN_NOWAIT and
- * TK_FOREVER do not move time. */
+/* With nothing scheduled, a run with a deadline moves the clocks to it (one
+ * wake-up, for its last pass) and times out; a deadline already past leaves
+ * them; TK_RUN_NOWAIT and TK_FOREVER do not move time. */
 static void scenario_run_until_idle(void) {
     scenario_begin("run-until-idle", 5000 * MSEC);
     if (S_failed) { scenario_end(); return; }
@@ -1999,7 +1999,7 @@ static void scenario_run_until_idle(void) {
     for (int k = 0; k < TK_CLOCK_COUNT; k++)
         EXPECT(w_now(S, (tk_clock)k) == 8000 * MSEC, "clock %d at %" PRId64, k,
                w_now(S, (tk_clock)k));
-    EXPECT(stats().wakeups == 0, "wakeups %" PRIu64, stats().wakeups);
+    EXPECT(stats().wakeups == 1, "wakeups %" PRIu64, stats().wakeups);
     rc = w_run(S, 3, 7000 * MSEC, 0);
     EXPECT(rc == TK_RUN_TIMED_OUT && w_now(S, TK_CLOCK_MONOTONIC) == 8000 * MSEC,
            "past deadline: %d, clock %" PRId64, rc, w_now(S, TK_CLOCK_MONOTONIC));
@@ -2020,6 +2020,46 @@ static void scenario_run_until_idle(void) {
            "ONCE: %d, %zu callbacks, clock %" PRId64, rc, S->nlog,
            w_now(S, TK_CLOCK_MONOTONIC));
     scenario_end();
+}
+
+/* A run with a deadline ends with a pass at it, as a real run that wakes
+ * for its deadline does: a timer due by then fires there though its leeway
+ * reaches further, and a due timer of another mode is parked. An advance
+ * over the same span wakes only for targets (deadline + leeway), so both
+ * still wait. The pass counts one wake-up; a run whose deadline the clock
+ * has reached already makes no other. */
+static void scenario_run_deadline_pass(void) {
+    for (int by_run = 0; by_run < 2; by_run++) {
+        scenario_begin(by_run ? "deadline-pass run" : "deadline-pass advance", 0);
+        if (S_failed) { scenario_end(); return; }
+        uint32_t slack = sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 100 * MSEC, TK_MODES(0)));
+        uint32_t other = sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 0, TK_MODES(3)));
+        if (by_run) {
+            int rc = w_run(S, 0, 30 * MSEC, 0);
+            EXPECT(rc == TK_RUN_TIMED_OUT, "run returned %d", rc);
+        } else {
+            EXPECT(w_advance(S, 0, 30 * MSEC) == 0, "the advance fired something");
+        }
+        EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == 30 * MSEC, "clock at %" PRId64,
+               w_now(S, TK_CLOCK_MONOTONIC));
+        EXPECT(S->nlog == (size_t)by_run, "%zu callbacks", S->nlog);
+        if (by_run && S->nlog == 1) {
+            EXPECT(S->log[0].rec == slack && S->log[0].now[TK_CLOCK_MONOTONIC] == 30 * MSEC,
+                   "T%u at %" PRId64, S->log[0].rec, S->log[0].now[TK_CLOCK_MONOTONIC]);
+        }
+        tk_timer_info info;
+        EXPECT(w_info(S, S->handles[other], &info) == 0 && info.waiting_for_mode == by_run,
+               "waiting_for_mode %d", info.waiting_for_mode);
+        EXPECT(stats().wakeups == (uint64_t)by_run, "wakeups %" PRIu64, stats().wakeups);
+        if (by_run) {
+            /* At its deadline already: no move, no other pass. */
+            int rc = w_run(S, 3, 30 * MSEC, 0);
+            EXPECT(rc == TK_RUN_TIMED_OUT && S->nlog == 2 && stats().wakeups == 1,
+                   "at the deadline: %d, %zu callbacks, %" PRIu64 " wakeups", rc, S->nlog,
+                   stats().wakeups);
+        }
+        scenario_end();
+    }
 }
 
 /* A callback stops the run: it returns with the clocks where that callback
@@ -2080,8 +2120,10 @@ static void scenario_run_repeating(void) {
                        ", want %" PRId64, i, S->log[i].rec, S->log[i].missed, S->log[i].now[0],
                        S->log[i].now[1], S->log[i].now[2], wake);
         }
+        /* A wake-up for each fire, and one at the run's deadline for its last
+         * pass (the next deadline, 11003 ms, is not due there). */
         tk_loop_stats st = stats();
-        EXPECT(st.fired == want && st.wakeups == want, "fired %" PRIu64 " wakeups %" PRIu64,
+        EXPECT(st.fired == want && st.wakeups == want + 1, "fired %" PRIu64 " wakeups %" PRIu64,
                st.fired, st.wakeups);
         EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == 11000 * MSEC &&
                    w_now(S, TK_CLOCK_REALTIME) == 11000 * MSEC,
@@ -2269,6 +2311,10 @@ static void test_grid_extremes(void) { on_both_worlds(scenario_grid_extremes); }
 static void test_run_nested_modes(void) {
     on_both_worlds_isolated(scenario_run_nested_modes, "run-nested-modes");
 }
+static void test_run_deadline_pass(void) {
+    on_both_worlds_isolated(scenario_run_deadline_pass, "deadline-pass");
+}
+
 static void test_run_until_idle(void) {
     on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
 }
@@ -2311,6 +2357,7 @@ static const test_case tests[] = {
     {"grid-extremes", test_grid_extremes, 60},
     {"run-nested-modes", test_run_nested_modes, 60},
     {"run-until-idle", test_run_until_idle, 60},
+    {"deadline-pass", test_run_deadline_pass, 60},
     {"run-stop", test_run_stop, 60},
     {"due-behind", test_due_behind, 60},
     {"run-repeating", test_run_repeating, 60},

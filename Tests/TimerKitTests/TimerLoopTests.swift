@@ -101,6 +101,29 @@ struct TimerLoopTests {
         }
     }
 
+    @Test("a manual run ends with a pass at its deadline, as a real run does; an advance does not")
+    func manualRunDeadlinePass() throws {
+        for byRun in [false, true] {
+            let loop = try TimerLoop.manual(startingAt: .zero)
+            let firedAt = Locked<[Duration]>([])
+            try loop.schedule(after: .milliseconds(10), tolerance: .milliseconds(100)) { _, _ in
+                firedAt.withLock { $0.append(loop.time) }
+            }
+            let dragging = try loop.schedule(after: .milliseconds(10), in: .tracking) { _, _ in }
+            if byRun {
+                #expect(try loop.run(for: .milliseconds(30)) == .timedOut)
+            } else {
+                try loop.advance(by: .milliseconds(30))
+            }
+            #expect(loop.time == .milliseconds(30))
+            #expect(firedAt.value == (byRun ? [.milliseconds(30)] : []))
+            #expect(dragging.isWaitingForMode == byRun)
+            // An advance begins with a pass: what the last one left due fires now.
+            try loop.advance(by: .milliseconds(80))
+            #expect(firedAt.value == [.milliseconds(30)])
+        }
+    }
+
     @Test("a manual run to the end of the clock's range returns, at the nanosecond before it")
     func manualRunToTheEndOfTime() throws {
         let last = Duration.nanoseconds(Int64.max)
