@@ -65,10 +65,10 @@ package enum AtomicFile {
         return bytes
     }
 
-    /// Replaces the file at `path` with `bytes`, atomically (mode 0600 for a
-    /// new file).
+    /// Replaces the file at `path` with `bytes`, atomically: mode 0600 for a
+    /// new file; a file replaced keeps its permission bits.
     ///
-    /// - Throws: the failed call (`open`, `write`, `fsync`, `close`,
+    /// - Throws: the failed call (`open`, `fchmod`, `write`, `fsync`, `close`,
     ///   `rename`; `Errno/invalidArgument` from `open` for a path holding a
     ///   NUL); the temporary file is removed and `path` is unchanged.
     ///   If only flushing the directory fails (the error names `fsync` of
@@ -82,6 +82,14 @@ package enum AtomicFile {
                 open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600), "open")
         }
         do throws(SystemError) {
+            // The file it replaces keeps its permissions (not its owner: only
+            // a privileged process could give the new file that).
+            var replaced = stat()
+            if stat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG,
+                replaced.st_mode & 0o7777 != 0o600
+            {
+                _ = try SystemError.posix(fchmod(fd, replaced.st_mode & 0o7777), "fchmod")
+            }
             var written = 0
             while written < bytes.count {
                 written += try retrying { () throws(SystemError) in

@@ -278,6 +278,24 @@ struct TrustedClockPersistenceTests {
         #expect(!clock.isSynced, "a refused restore changes nothing")
     }
 
+    @Test("a new state file is 0600; one replaced keeps its permission bits")
+    func permissionsKept() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("state")
+        let clock = try syncedClock(ScriptedReadings())
+        func mode() -> mode_t {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_mode & 0o7777 : 0
+        }
+        try clock.save(to: path)
+        #expect(mode() == 0o600)
+        #expect(chmod(path, 0o644) == 0)  // say, for a monitor that reads it
+        try clock.save(to: path)
+        #expect(mode() == 0o644)
+        #expect(directory.entries() == ["state"])
+    }
+
     @Test("saving replaces the old file atomically")
     func overwrite() throws {
         let directory = TrustedTestDirectory()
