@@ -256,11 +256,20 @@ typedef struct tk_timer_info {
 
 /** Counters a loop keeps about itself. */
 typedef struct tk_loop_stats {
-    /** Timers scheduled and not yet fired or cancelled. */
+    /**
+     * Timers scheduled and not yet fired or cancelled. A frame ticker that
+     * runs (paused or not) has one timer of its own here.
+     */
     uint64_t pending;
-    /** Times the loop returned from waiting (or, manual, moved time to a target). */
+    /**
+     * Times the loop returned from waiting (or, manual, moved time to a
+     * target or to a run's deadline).
+     */
     uint64_t wakeups;
-    /** Timer callbacks run. */
+    /**
+     * Timer callbacks run, a frame ticker's timer's among them (one each
+     * time it fires, whether a frame was delivered or not).
+     */
     uint64_t fired;
     /** timerfd_settime calls made to arm the clocks. */
     uint64_t arms;
@@ -717,7 +726,8 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * A pending wall-clock step (see tk_loop_set_manual_time) is handled first.
  * `delta_ns` 0 fires what is already due.
  *
- * Returns the number of callbacks run (>= 0), -EINVAL for NULL, a negative
+ * Returns the number of timer callbacks run (>= 0; a frame ticker's timer
+ * counts as in tk_loop_stats.fired), -EINVAL for NULL, a negative
  * delta or a `mode` that is not one mode, -ENOTSUP on a real-clock loop, or -EBUSY
  * if another thread is running the loop, or this is called from one of its
  * callbacks, or a callback run by tk_loop_fire is running.
@@ -828,7 +838,14 @@ typedef void (*tk_frame_fn)(tk_loop *loop, tk_frame_ticker *ticker, const tk_fra
 typedef struct tk_frame_ticker_info {
     /** The rate in force (frames per second): maximum / k. */
     double rate;
-    /** The period in force. */
+    /**
+     * The period in force: the grid counts whole nanoseconds, so it is
+     * 1e9 / maximum rounded to the nearest nanosecond (at least 1), times k.
+     * Frames come every period_ns, at 1e9 / period_ns per second, which
+     * differs from `rate` by that rounding: 16,666,667 ns at 60 per second
+     * (20 ns a second slow), and 1 ns, a billion per second, for any
+     * maximum above 666,666,667.
+     */
     int64_t period_ns;
     /** The next frame's grid time; INT64_MAX while paused or stopped. */
     int64_t next_timestamp_ns;
