@@ -87,16 +87,17 @@ typedef enum tk_clock {
  *
  * A handle outlives its timer harmlessly: once the timer is cancelled or a
  * one-shot timer has fired, every call with the old handle returns -ENOENT,
- * even after the slot holds another timer, until the slot has been reused
- * 2^32 - 1 times (its generation has then come round).
+ * even after the slot holds another timer, until the slot has been used
+ * 2^32 - 1 times more (its generation has then come round).
  *
  * A handle belongs to the loop that gave it: another loop refuses it
  * (-ENOENT). Among the first 4,096 loops a process creates, a handle of one
  * can name a timer of another only once one of the two has room for more
  * than 744,616 timers (its table grows, doubling, to hold the most timers
- * pending at once, or to what tk_loop_reserve asked for) and one of the two
- * has reused one of its slots more than 744,616 times. Among the first
- * 65,536 loops, the same holds with 52,777.
+ * pending at once, or to what tk_loop_reserve asked for) and has used one
+ * of the slots past the 744,616th more than 744,616 times (each timer
+ * scheduled in a slot is one use, however it ended). Among the first 65,536
+ * loops, the same holds with 52,777.
  */
 typedef uint64_t tk_timer_id;
 

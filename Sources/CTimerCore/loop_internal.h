@@ -76,8 +76,9 @@ struct tk_loop {
     uint32_t free_slot;
     uint32_t next_seq;
     uint32_t pass; /* counts passes; a timer placed during the current pass waits */
-    /* Mixed into the generation half of every handle the loop gives out, so
-     * that a handle from another loop names no timer here (see make_id). */
+    uint32_t slots_used; /* slots off the free list: live timers, pending or not */
+    /* Offsets both halves of every handle the loop gives out, so that a
+     * handle from another loop names no timer here (see make_id). */
     uint32_t handle_key;
 
     /* Pending timers: per clock a heap; due ones outside the mode are parked. */

@@ -38,8 +38,9 @@
  * no two keys are closer than 744,616 (either way round), among the first
  * 65,536 none are closer than 52,777 (test_errors computes both). So a
  * foreign handle lands on a slot of the loop only if one of the two has
- * room for more timers than that distance, and then on a live timer of it
- * only if one of the two has reused a slot that many times as well.
+ * room for more timers than that distance, and on a live timer of it only
+ * if the slot so far along has been used that many times as well: its
+ * generation moves on by one each time a timer in it ends (release_slot).
  */
 static tk_timer_id make_id(const tk_loop *loop, uint32_t slot, uint32_t generation) {
     uint32_t key = loop->handle_key;
@@ -60,17 +61,11 @@ uint32_t tk__next_handle_key(void) {
     return atomic_fetch_add(&loops, 1) * TK__HANDLE_KEY_STEP;
 }
 
-/* The handle of the timer just placed in `slot`. Offsetting can give 0, which
- * is never a handle (TK_TIMER_NONE): the slot then skips that generation, as
- * if it had been reused once more. */
-static tk_timer_id issue_id(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = &loop->timers[slot];
-    tk_timer_id id = make_id(loop, slot, timer->generation);
-    if (id == TK_TIMER_NONE) {
-        if (++timer->generation == 0) timer->generation = 1;
-        id = make_id(loop, slot, timer->generation);
-    }
-    return id;
+/* The one slot whose handles' low half the key offsets to 0: never used, so
+ * that no handle is 0 (TK_TIMER_NONE). It is past the table unless the table
+ * holds more than 2^32 - 1 - key slots. */
+static uint32_t unused_slot(const tk_loop *loop) {
+    return 0u - 1u - loop->handle_key;
 }
 
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
@@ -93,8 +88,13 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
     return timer;
 }
 
-/* Grows the table so that one slot is free. 0 or -ENOMEM. */
+/* Grows the table so that one slot is free, and so that it has at least
+ * `wanted` slots besides the unused one. 0 or -ENOMEM. */
 static int reserve_slot(tk_loop *loop, uint32_t wanted) {
+    if (wanted > unused_slot(loop)) {
+        if (wanted == TK__NO_SLOT - 1) return -ENOMEM;
+        wanted++;
+    }
     if (loop->free_slot != TK__NO_SLOT && wanted <= loop->timer_capacity) return 0;
     uint64_t capacity = loop->timer_capacity ? (uint64_t)loop->timer_capacity * 2 : 64;
     if (capacity < wanted) capacity = wanted;
@@ -108,9 +108,12 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     loop->positions = positions;
     uint32_t old = loop->timer_capacity;
     memset(&timers[old], 0, (size_t)(capacity - old) * sizeof *timers);
-    /* New slots go on the free list lowest first, ahead of what was there. */
+    /* New slots go on the free list lowest first, ahead of what was there
+     * (all but the unused one, which stays free and off the list). */
+    uint32_t unused = unused_slot(loop);
     for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
         timers[slot].generation = 1;
+        if (slot == unused) continue;
         positions[slot] = loop->free_slot;
         loop->free_slot = slot;
     }
@@ -121,17 +124,21 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
 static uint32_t take_slot(tk_loop *loop) {
     uint32_t slot = loop->free_slot;
     loop->free_slot = loop->positions[slot];
+    loop->slots_used++;
     return slot;
 }
 
+/* Frees `slot`, bumping its generation: once for each use of the slot. A
+ * cancelled timer's generation was bumped when it was cancelled. */
 static void release_slot(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = &loop->timers[slot];
+    if (timer->state != TK__TIMER_CANCELLED && ++timer->generation == 0) timer->generation = 1;
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
     timer->context = NULL;
-    if (++timer->generation == 0) timer->generation = 1;
     loop->positions[slot] = loop->free_slot;
     loop->free_slot = slot;
+    loop->slots_used--;
 }
 
 /* Ends a timer that was taken out of the pending ones. If no callback of it
@@ -316,6 +323,7 @@ void tk__timers_init(tk_loop *loop) {
     loop->timers = NULL;
     loop->positions = NULL;
     loop->timer_capacity = 0;
+    loop->slots_used = 0;
     loop->free_slot = TK__NO_SLOT;
     loop->next_seq = 0;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_init(&loop->heaps[clock]);
@@ -347,11 +355,9 @@ int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers) {
     if (loop == NULL || (unsigned)clock >= TK_CLOCK_COUNT) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     /* The table is shared by the clocks: room for `timers` on this clock is
-     * room beside the timers pending on the others. */
-    uint64_t slots = timers;
-    for (int other = 0; other < TK_CLOCK_COUNT; other++) {
-        if (other != (int)clock) slots += loop->clock_timers[other];
-    }
+     * room beside the slots held by everything else (the other clocks'
+     * timers, and timers out of their heap while a callback of theirs runs). */
+    uint64_t slots = (uint64_t)timers + loop->slots_used - loop->clock_timers[clock];
     int result = slots >= TK__NO_SLOT ? -ENOMEM : reserve_slot(loop, (uint32_t)slots);
     if (result == 0) result = tk__heap_reserve(&loop->heaps[clock], timers);
     pthread_mutex_unlock(&loop->lock);
@@ -372,7 +378,7 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
         timer->fn = fn;
         timer->context = context;
         schedule_slot(loop, slot, spec);
-        *id = issue_id(loop, slot);
+        *id = make_id(loop, slot, timer->generation);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

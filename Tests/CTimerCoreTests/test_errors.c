@@ -1590,6 +1590,89 @@ static void test_foreign_handles_far_apart(void) {
     }
 }
 
+/* A repeating timer's callback that cancels its own timer: the slot's
+ * generation moves on once, as for any other end of a timer. */
+static void cancel_self_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
+    (void)missed, (void)ctx;
+    if (tk_loop_cancel(loop, id) != 0) abort();
+}
+
+/* The slot `id` names on `loop` (white box: the key is the loop's). */
+static uint32_t slot_on(const tk_loop *loop, tk_timer_id id) {
+    return (uint32_t)id - 1u - loop->handle_key;
+}
+
+/* The header's bound is exact, at the two closest keys among the first
+ * 4,096 loops: a handle of one loop names a timer of the other only once
+ * that timer's slot is past the bound and has been reused as often. Each
+ * reuse here is a repeating timer cancelled from its own callback. */
+static void test_foreign_handles_bound_is_exact(void) {
+    uint32_t apart = 0;
+    uint32_t bound = closest_keys(4096, &apart);
+    tk_loop *a, *b;
+    loops_apart(apart, &a, &b);
+    /* A handle lands on the other loop at its slot and generation plus the
+     * difference of the keys: take the direction in which that is +bound. */
+    int a_to_b = around(a->handle_key - b->handle_key) == a->handle_key - b->handle_key;
+    tk_loop *from = a_to_b ? a : b, *to = a_to_b ? b : a;
+    CHECK_EQ((uint32_t)(from->handle_key - to->handle_key), bound);
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000000000};
+    tk_timer_id foreign;
+    CHECK_EQ(tk_loop_schedule(from, &spec, count_fn, NULL, &foreign), 0);
+    uint32_t target = slot_on(to, foreign);
+    CHECK_EQ(target, slot_on(from, foreign) + bound);
+    /* Fill `to` up to the target slot. */
+    tk_timer_id last = TK_TIMER_NONE;
+    long filled = 0;
+    while (last == TK_TIMER_NONE || slot_on(to, last) != target) {
+        if (tk_loop_schedule(to, &spec, count_fn, NULL, &last) != 0 || ++filled > (long)target + 2) break;
+    }
+    CHECK_EQ(slot_on(to, last), target);
+    CHECK_EQ(tk_loop_cancel(to, last), 0);
+    /* Reuse it: each time a timer that cancels itself when it fires. */
+    tk_timer_spec self = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1, .interval_ns = 1000000000};
+    long taken_at = -1, wrong_slot = 0;
+    for (long reuses = 1; reuses <= (long)bound + 1 && taken_at < 0; reuses++) {
+        tk_timer_id id;
+        if (tk_loop_schedule(to, &self, cancel_self_fn, NULL, &id) != 0) break;
+        wrong_slot += slot_on(to, id) != target;
+        tk_timer_info info;
+        if (tk_loop_timer_info(to, foreign, &info) == 0) taken_at = reuses;
+        if (tk_loop_advance(to, 0, 1) != 1) break;
+    }
+    CHECK_EQ(wrong_slot, 0);
+    CHECK_EQ(taken_at, (long)bound); /* not one reuse earlier */
+    CHECK_EQ(tk_loop_destroy(a), 0);
+    CHECK_EQ(tk_loop_destroy(b), 0);
+}
+
+/* With a key that offsets the low half of slot 5's handles to 0, slot 5 is
+ * never used, so no handle is 0 (TK_TIMER_NONE), and the other slots serve
+ * as usual. White box: the key is set on a fresh loop. */
+static void test_no_handle_is_zero(void) {
+    tk_loop *loop = new_manual(0);
+    loop->handle_key = 0u - 6u; /* slot 5: 5 + 1 + key = 0 */
+    tk_timer_spec spec = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000};
+    enum { COUNT = 200 };
+    tk_timer_id ids[COUNT];
+    int zero = 0, on_slot_5 = 0, scheduled = 1;
+    for (int i = 0; i < COUNT; i++) {
+        scheduled &= tk_loop_schedule(loop, &spec, count_fn, NULL, &ids[i]) == 0;
+        zero += ids[i] == TK_TIMER_NONE;
+        on_slot_5 += (uint32_t)ids[i] - 1u - loop->handle_key == 5;
+    }
+    CHECK(scheduled);
+    CHECK_EQ(zero, 0);
+    CHECK_EQ(on_slot_5, 0);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, TK_TIMER_NONE, &info), -ENOENT);
+    int named = 1;
+    for (int i = 0; i < COUNT; i++) named &= tk_loop_timer_info(loop, ids[i], &info) == 0;
+    CHECK(named);
+    for (int i = 0; i < COUNT; i++) CHECK_EQ(tk_loop_cancel(loop, ids[i]), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* Memory the process holds on the heap now (ASan's count under ASan). */
 static size_t heap_bytes(void) {
 #if defined(__has_feature)
@@ -1757,6 +1840,8 @@ static const test_case tests[] = {
     {"watch_errors", test_watch_errors, 300},
     {"foreign_handles", test_foreign_handles, 60},
     {"foreign_handles_far_apart", test_foreign_handles_far_apart, 300},
+    {"foreign_handles_bound_is_exact", test_foreign_handles_bound_is_exact, 300},
+    {"no_handle_is_zero", test_no_handle_is_zero, 60},
     {"watch_bad_fd_costs_nothing", test_watch_bad_fd_costs_nothing, 60},
     {"errno_names", test_errno_names, 60},
     {"watch_table", test_watch_table, 120},

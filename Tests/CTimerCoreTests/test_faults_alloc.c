@@ -307,6 +307,21 @@ static int schedule_many(tk_loop *loop, tk_clock clock, int count) {
     return failed;
 }
 
+static int g_reserve_result;
+static long g_reserve_failed, g_reserve_allocations;
+
+/* Reserves room for 64 monotonic timers (the table's first size, which the
+ * callback's own slot takes part of) and schedules them, counting
+ * allocations. */
+static void reserve_in_callback(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed, (void)context;
+    g_reserve_result = tk_loop_reserve(loop, TK_CLOCK_MONOTONIC, 64);
+    allocation_faults_arm(LONG_MAX);
+    g_reserve_failed = schedule_many(loop, TK_CLOCK_MONOTONIC, 64);
+    g_reserve_allocations = allocation_faults_count();
+    allocation_faults_disarm();
+}
+
 /* tk_loop_reserve makes room on its clock beside the timers pending on the
  * other clocks (which share the timer table): scheduling up to the number
  * reserved then never allocates. */
@@ -329,6 +344,21 @@ static void test_reserve_is_per_clock(void) {
         tk_loop_stats stats;
         CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
         CHECK_EQ(stats.pending, 320);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+    /* From a one-shot's callback, whose slot stays taken until it returns. */
+    {
+        tk_loop *loop = NULL;
+        CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+        tk_timer_spec now = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 0};
+        tk_timer_id id;
+        CHECK_EQ(tk_loop_schedule(loop, &now, reserve_in_callback, NULL, &id), 0);
+        g_reserve_result = -1;
+        g_reserve_failed = g_reserve_allocations = -1;
+        CHECK_EQ(tk_loop_advance(loop, 0, 0), 1);
+        CHECK_EQ(g_reserve_result, 0);
+        CHECK_EQ(g_reserve_failed, 0);
+        CHECK_EQ(g_reserve_allocations, 0);
         CHECK_EQ(tk_loop_destroy(loop), 0);
     }
     /* A reservation beyond what the table can index is refused. */
