@@ -453,8 +453,9 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * statistics) and makes a last pass there, which fires every timer of the
  * mode whose deadline has passed, its leeway notwithstanding, and parks the
  * due timers of other modes; it returns TK_RUN_TIMED_OUT after that pass
- * (with no further pass if the monotonic clock had reached `deadline_ns`
- * already), or TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass
+ * (with none if the pass before it was made at or past `deadline_ns`; a
+ * pass that a callback's nested run or tk_loop_set_manual_time took there
+ * is still followed by one), or TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass
  * at the current time; TK_RUN_ONCE moves time from wake-up to wake-up until
  * a pass has handled something.
  *

@@ -473,10 +473,13 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
          * until_ns, and parks the due timers of other modes. */
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
             !((flags & TK_RUN_ONCE) && handled > 0)) {
-            int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
             if (!tk__manual_step(loop, mode, until_ns)) {
-                /* Already there (a callback moved the clock): the last pass was made. */
-                if (before >= until_ns) return TK_RUN_TIMED_OUT;
+                /* The last pass was at or past the deadline already. (One
+                 * before it may have left the clock there: a callback ran a
+                 * nested run or set the clock. The pass at the deadline is
+                 * still to come, as it is for a real run, which sleeps on a
+                 * target that has passed and wakes at once.) */
+                if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
                 loop->stats.wakeups++;
                 at_deadline = 1;
             }

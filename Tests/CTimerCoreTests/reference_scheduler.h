@@ -53,7 +53,7 @@
  *     with a finite `until`, a step to `until` follows; a step that finds no
  *     wake-up left before `until` moves the clocks there (a wake-up) for a
  *     last pass, after which the run ends (TIMED_OUT), or ends the run at
- *     once if the clock had reached `until` already. A run with until
+ *     once if the pass just made was at or past `until`. A run with until
  *     TK_FOREVER and no NOWAIT would wait for descriptors: not modelled. A
  *     run from a callback
  *     of advance returns -EBUSY; advance from any callback does too.
@@ -546,9 +546,8 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
         if (!moves_time) {
             ref->stats.wakeups++; /* the wait that did not wait */
         } else if (!(flags & TK_RUN_NOWAIT)) {
-            int64_t before = ref->now[TK_CLOCK_MONOTONIC];
             if (!ref_step(ref, mode, until_ns)) {
-                if (before >= until_ns) return TK_RUN_TIMED_OUT;
+                if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
                 ref->stats.wakeups++; /* woken by the deadline, for a last pass */
                 at_deadline = 1;
             }

@@ -2062,6 +2062,38 @@ static void scenario_run_deadline_pass(void) {
     }
 }
 
+/* Timer 0's callback runs mode 1 nested up to 100 ms, the outer run's
+ * deadline. */
+static void nested_to_deadline_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    if (rec == 0) *(int *)w->hook_data = w_run(w, 1, 100 * MSEC, 0);
+}
+
+/* A callback's nested run takes the clock to the outer run's deadline: the
+ * outer run still ends with a pass there, which fires a timer that came due
+ * meanwhile (its leeway reaching past the deadline), as a real run does. */
+static void scenario_run_deadline_pass_nested(void) {
+    scenario_begin("deadline-pass nested", 0);
+    if (S_failed) { scenario_end(); return; }
+    int nested = 99;
+    S->hook = nested_to_deadline_hook;
+    S->hook_data = &nested;
+    uint32_t first = sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 0, TK_MODES(0)));
+    uint32_t late = sched(spec_in(TK_CLOCK_MONOTONIC, 50 * MSEC, 0, 100 * MSEC, TK_MODES(0)));
+    int rc = w_run(S, 0, 100 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT && nested == TK_RUN_TIMED_OUT, "runs returned %d, nested %d",
+           rc, nested);
+    EXPECT(S->nlog == 2, "%zu callbacks, want 2", S->nlog);
+    if (S->nlog == 2) {
+        EXPECT(S->log[0].rec == first && S->log[1].rec == late &&
+                   S->log[1].now[TK_CLOCK_MONOTONIC] == 100 * MSEC,
+               "T%u, then T%u at %" PRId64, S->log[0].rec, S->log[1].rec,
+               S->log[1].now[TK_CLOCK_MONOTONIC]);
+    }
+    scenario_end();
+}
+
 /* A callback stops the run: it returns with the clocks where that callback
  * saw them, and what comes later waits for the next run. */
 static void stop_on_third_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
@@ -2313,6 +2345,7 @@ static void test_run_nested_modes(void) {
 }
 static void test_run_deadline_pass(void) {
     on_both_worlds_isolated(scenario_run_deadline_pass, "deadline-pass");
+    on_both_worlds_isolated(scenario_run_deadline_pass_nested, "deadline-pass nested");
 }
 
 static void test_run_until_idle(void) {
