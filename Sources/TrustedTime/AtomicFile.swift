@@ -26,30 +26,34 @@ package enum AtomicFile {
     /// than `limit` bytes are in (so a caller can tell a file larger than
     /// `limit`: then the result is longer than `limit`, by less than 4 KiB).
     ///
-    /// Only a regular file is read. A FIFO, a socket or a device could block
-    /// the read for good (a FIFO with no writer blocks even its `open`) or
-    /// never end, and a directory holds no bytes.
+    /// Only a regular file is opened. A FIFO, a socket or a device could
+    /// block the read for good (a FIFO with no writer blocks even its
+    /// `open`) or never end, and opening some devices does something; a
+    /// directory holds no bytes.
     ///
-    /// - Throws: the failed call (`open`, `fstat`, `read`), with
-    ///   `Errno/noSuchFileOrDirectory` from `open` if there is no file,
+    /// - Throws: the failed call (`stat`, `open`, `fstat`, `fcntl`, `read`),
+    ///   with `Errno/noSuchFileOrDirectory` from `stat` if there is no file,
     ///   `Errno/isDirectory` from `read` for a directory, and
     ///   `Errno/invalidArgument` from `open` for a path holding a NUL or
     ///   naming anything else that is not a regular file.
     package static func read(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
         try checkPath(path)
-        // Non-blocking, so that opening a FIFO returns at once; it changes
-        // nothing for a regular file.
+        var named = stat()
+        _ = try SystemError.posix(stat(path, &named), "stat")
+        try requireRegularFile(named)
+        // Non-blocking, in case the path was replaced by a FIFO since: the
+        // open returns at once, and the check below refuses it.
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), "open")
         }
         defer { _ = close(fd) }  // read-only: closing cannot lose data
-        var status = stat()
-        _ = try SystemError.posix(fstat(fd, &status), "fstat")
-        switch status.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: throw SystemError(errno: .isDirectory, function: "read")
-        default: throw SystemError(errno: .invalidArgument, function: "open")
-        }
+        var opened = stat()
+        _ = try SystemError.posix(fstat(fd, &opened), "fstat")
+        try requireRegularFile(opened)
+        // A regular file, so reads never block: back to blocking reads, so
+        // that a file system that honours the flag on files gives no EAGAIN.
+        let flags = try SystemError.posix(fcntl(fd, F_GETFL), "fcntl")
+        _ = try SystemError.posix(fcntl(fd, F_SETFL, flags & ~O_NONBLOCK), "fcntl")
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count <= limit {
@@ -66,9 +70,12 @@ package enum AtomicFile {
     }
 
     /// Replaces the file at `path` with `bytes`, atomically: mode 0600 for a
-    /// new file; a file replaced keeps its permission bits.
+    /// new file. A file replaced keeps its group and its read, write and
+    /// execute bits, the owner's read and write always set; if the group
+    /// cannot be kept (a group the process is not in), the group's and
+    /// others' bits are dropped rather than granted to another group.
     ///
-    /// - Throws: the failed call (`open`, `fchmod`, `write`, `fsync`, `close`,
+    /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`, `fsync`, `close`,
     ///   `rename`; `Errno/invalidArgument` from `open` for a path holding a
     ///   NUL); the temporary file is removed and `path` is unchanged.
     ///   If only flushing the directory fails (the error names `fsync` of
@@ -82,14 +89,22 @@ package enum AtomicFile {
                 open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600), "open")
         }
         do throws(SystemError) {
-            // The file it replaces keeps its permissions (not its owner: only
-            // a privileged process could give the new file that).
+            // The file it replaces keeps its group and read and write bits
+            // (not its owner: only a privileged process could give it that).
+            // If the group cannot be kept, its bits and others' are not
+            // either: they would grant another group. The owner can always
+            // read and write it, or the next restore could not read it.
             var replaced = stat()
-            if stat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG,
-                replaced.st_mode & 0o7777 != 0o600
-            {
-                _ = try SystemError.posix(fchmod(fd, replaced.st_mode & 0o7777), "fchmod")
+            var mode: mode_t = 0o600
+            if stat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG {
+                mode = replaced.st_mode & 0o777 | 0o600
+                var created = stat()
+                _ = try SystemError.posix(fstat(fd, &created), "fstat")
+                if created.st_gid != replaced.st_gid, fchown(fd, uid_t.max, replaced.st_gid) != 0 {
+                    mode &= 0o700
+                }
             }
+            _ = try SystemError.posix(fchmod(fd, mode), "fchmod")
             var written = 0
             while written < bytes.count {
                 written += try retrying { () throws(SystemError) in
@@ -127,6 +142,14 @@ package enum AtomicFile {
             _ = try SystemError.posix(fsync(directoryFD), "fsync")
         } catch where error.errno == .invalidArgument {
             return
+        }
+    }
+
+    private static func requireRegularFile(_ status: stat) throws(SystemError) {
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw SystemError(errno: .isDirectory, function: "read")
+        default: throw SystemError(errno: .invalidArgument, function: "open")
         }
     }
 

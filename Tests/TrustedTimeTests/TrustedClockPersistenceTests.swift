@@ -278,21 +278,35 @@ struct TrustedClockPersistenceTests {
         #expect(!clock.isSynced, "a refused restore changes nothing")
     }
 
-    @Test("a new state file is 0600; one replaced keeps its permission bits")
+    @Test("a new state file is 0600; one replaced keeps its group and its read and write bits")
     func permissionsKept() throws {
         let directory = TrustedTestDirectory()
         defer { directory.remove() }
         let path = directory.file("state")
         let clock = try syncedClock(ScriptedReadings())
-        func mode() -> mode_t {
+        func status() -> (mode: mode_t, group: gid_t) {
             var status = stat()
-            return stat(path, &status) == 0 ? status.st_mode & 0o7777 : 0
+            return stat(path, &status) == 0 ? (status.st_mode & 0o7777, status.st_gid) : (0, 0)
         }
         try clock.save(to: path)
-        #expect(mode() == 0o600)
+        #expect(status().mode == 0o600)
         #expect(chmod(path, 0o644) == 0)  // say, for a monitor that reads it
         try clock.save(to: path)
-        #expect(mode() == 0o644)
+        #expect(status().mode == 0o644)
+        // Set-id bits are not carried over; the owner can always read and write.
+        #expect(chmod(path, 0o4750) == 0)
+        try clock.save(to: path)
+        #expect(status().mode == 0o750)
+        #expect(chmod(path, 0o200) == 0)
+        try clock.save(to: path)
+        #expect(status().mode == 0o600)
+        // A group the file was given stays its group, with its bits.
+        let group = getegid() == 0 ? gid_t(1) : getegid()
+        if chown(path, uid_t.max, group) == 0 {
+            #expect(chmod(path, 0o640) == 0)
+            try clock.save(to: path)
+            #expect(status() == (0o640, group))
+        }
         #expect(directory.entries() == ["state"])
     }
 
