@@ -259,7 +259,8 @@ typedef struct tk_timer_info {
 typedef struct tk_loop_stats {
     /**
      * Timers scheduled and not yet fired or cancelled. A frame ticker that
-     * runs (paused or not) has one timer of its own here.
+     * runs (paused or not) has one timer of its own here, except while its
+     * callback runs (the timer is a one-shot, scheduled again after it).
      */
     uint64_t pending;
     /**
@@ -846,7 +847,7 @@ typedef struct tk_frame_ticker_info {
      * Frames come every period_ns, at 1e9 / period_ns per second, which
      * differs from `rate` by that rounding: 16,666,667 ns at 60 per second
      * (20 ns a second slow), and 1 ns, a billion per second, for any
-     * maximum above 666,666,667.
+     * maximum above 2e9 / 3 (666,666,666.7).
      */
     int64_t period_ns;
     /** The next frame's grid time; INT64_MAX while paused or stopped. */
