@@ -9,9 +9,10 @@ import Musl
 /// One `sleep(until:tolerance:)` of a clock, served by a one-shot timer of the
 /// C core on some loop, resumed from the loop's thread.
 ///
-/// Exactly one of three things ends a sleep: the timer fires (its callback
-/// resumes the task), the task is cancelled, or the loop's run fails. The
-/// last two must take the timer back from the C core first, and
+/// Exactly one of four things ends a sleep: the timer fires (its callback
+/// resumes the task), the task is cancelled, the loop's run fails, or, on a
+/// manual loop, the deadline turns out to have passed once the timer is in.
+/// The last three must take the timer back from the C core first, and
 /// `tk_loop_cancel` succeeds for only one caller and never after the timer
 /// fired: that decides who resumes the task. A cancelled sleep leaves the
 /// deadline heap at once.
@@ -91,7 +92,15 @@ final class Sleeper: LoopWaiter {
                 return error
             }
         }
-        if let failure { continuation.resume(throwing: failure) }
+        if let failure { return continuation.resume(throwing: failure) }
+        // A manual loop's time moves only when told: if it reached the
+        // deadline before the timer was in (another thread advanced it, or it
+        // was there already), no pass may come to fire it. The sleep ends now.
+        if loop.isManual {
+            var now: Int64 = 0
+            SystemError.expectSuccess(tk_loop_now(loop.handle, spec.clock, &now), "tk_loop_now")
+            if now >= spec.deadline_ns { end(by: nil) }
+        }
     }
 
     /// The timer fired.
@@ -110,8 +119,9 @@ final class Sleeper: LoopWaiter {
         end(by: error)
     }
 
-    /// Ends the sleep with `error`, if the timer can still be taken back.
-    private func end(by error: any Error) {
+    /// Ends the sleep with `error` (or, with `nil`, as if it had fired), if
+    /// the timer can still be taken back.
+    private func end(by error: (any Error)?) {
         let id = state.withLock { state in
             state.cancelled = true
             return state.id
@@ -128,7 +138,7 @@ final class Sleeper: LoopWaiter {
         }
         loop.unregister(self)
         settled?()
-        continuation?.resume(throwing: error)
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
     }
 }
 

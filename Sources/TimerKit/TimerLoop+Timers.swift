@@ -79,8 +79,9 @@ extension TimerLoop {
 
 extension TimerLoop {
     /// Suspends until `clock` reads `deadline` on this loop (on a manual loop:
-    /// until its time is moved there), at most `tolerance` later; the loop's
-    /// thread resumes the task. The sleep is served in every mode.
+    /// until its time is moved there, or at once if it is there already), at
+    /// most `tolerance` later; the loop's thread resumes the task. The sleep
+    /// is served in every mode.
     ///
     /// ```swift
     /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))

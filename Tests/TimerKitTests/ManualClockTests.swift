@@ -181,6 +181,17 @@ struct ManualClockTests {
         #expect(clock.now == ManualClock.Instant(offset: .seconds(60)))
     }
 
+    @Test("a sleep on a manual loop until an instant its clock has reached returns at once",
+          .timeLimit(.minutes(1)))
+    func loopSleepUntilNow() async throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5))
+        // Nothing advances the loop here: a sleep that waited for a pass would never end.
+        try await loop.sleep(until: loop.now(.monotonic))
+        try await loop.sleep(until: BootClock.Instant(offset: .seconds(1)))
+        try await loop.sleep(until: loop.now(.wall) - .seconds(1), tolerance: .seconds(1))
+        #expect(loop.statistics.pending == 0)
+    }
+
     @Test("a sleep until an instant the clock has reached returns at once")
     func sleepUntilNow() async throws {
         let clock = try ManualClock(start: ManualClock.Instant(offset: .seconds(5)))
