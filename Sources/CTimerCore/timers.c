@@ -478,6 +478,12 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
         timer->state = TK__TIMER_SCHEDULED;
         timer->placed_pass = loop->pass;
+        /* The callback may have run under tk_loop_fire on another thread
+         * while the loop, which set the timer aside, went to sleep without
+         * it: it must wake for it (as for a timer scheduled from there). */
+        int64_t target = wake_time(loop, entry.deadline, timer->leeway);
+        int64_t due_by = timer->leeway == TK__PRECISE ? entry.deadline : target;
+        tk__loop_note_target(loop, (tk_clock)timer->clock, timer->modes, target, due_by);
         return;
     }
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;

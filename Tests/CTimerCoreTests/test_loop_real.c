@@ -1575,6 +1575,56 @@ static void test_deadline_at_int64_min(void) {
     }
 }
 
+/* A repeating timer run by tk_loop_fire on another thread. */
+typedef struct fired_elsewhere {
+    runner *r;
+    int64_t deadline;     /* its first deadline, on the monotonic clock */
+    atomic_int on_loop;   /* callbacks the loop's thread ran */
+    int deferred_seen;    /* the loop slept again after its deadline, during fire */
+} fired_elsewhere;
+
+static void fired_elsewhere_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
+    (void)id, (void)missed;
+    fired_elsewhere *f = ctx;
+    if (tk_loop_runs_on_this_thread(loop)) {
+        atomic_fetch_add(&f->on_loop, 1);
+        return;
+    }
+    /* Under tk_loop_fire: hold on until the timer's deadline has passed and
+     * the loop, having woken for it and set it aside (its callback runs
+     * here), sleeps again. */
+    uint64_t wakeups = stats_of(loop).wakeups;
+    while (sys_now(TK_CLOCK_MONOTONIC) <= f->deadline) sleep_ns(MS);
+    int64_t end = sys_now(TK_CLOCK_MONOTONIC) + PATIENCE;
+    while (stats_of(loop).wakeups == wakeups && sys_now(TK_CLOCK_MONOTONIC) < end) sleep_ns(MS);
+    wait_asleep(f->r);
+    f->deferred_seen = stats_of(loop).wakeups > wakeups;
+}
+
+/* A timer that came due while tk_loop_fire ran its callback on another
+ * thread fires on the loop once that callback returns, though the loop went
+ * to sleep without it meanwhile. */
+static void test_fire_from_another_thread_while_due(void) {
+    tk_loop *loop = new_loop();
+    runner r;
+    start_running(&r, loop);
+    static fired_elsewhere f;
+    f.r = &r;
+    atomic_store(&f.on_loop, 0);
+    f.deferred_seen = 0;
+    f.deadline = sys_now(TK_CLOCK_MONOTONIC) + 50 * MS;
+    tk_timer_id id = sched(loop, mkspec(TK_CLOCK_MONOTONIC, f.deadline, 3600 * SEC, 0, TK_MODES(0),
+                                        TK_TIMER_ABSOLUTE),
+                           fired_elsewhere_fn, &f);
+    CHECK_EQ(tk_loop_fire(loop, id), 0);
+    CHECK(f.deferred_seen);
+    CHECK(wait_flag(&f.on_loop, PATIENCE)); /* was never: the loop slept on */
+    tk_loop_stop(loop);
+    pthread_join(r.thread, NULL);
+    CHECK_EQ(r.rc, TK_RUN_STOPPED);
+    free_loop(loop);
+}
+
 /* tk_loop_take_stop takes only a stop that no run took. */
 static void test_take_stop(void) {
     tk_loop *loop = new_loop();
@@ -1622,6 +1672,7 @@ static const test_case tests[] = {
     {"fd_number_taken_by_loop", test_fd_number_taken_by_loop, 120},
     {"deadline_at_int64_min", test_deadline_at_int64_min, 120},
     {"take_stop", test_take_stop, 60},
+    {"fire_from_another_thread_while_due", test_fire_from_another_thread_while_due, 120},
 };
 
 int main(int argc, char **argv) {
