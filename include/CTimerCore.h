@@ -681,7 +681,9 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
 /**
  * Calls `fn` whenever `fd` is ready for any of `events` (TK_IO_READABLE,
  * TK_IO_WRITABLE; level-triggered), in every mode. Watching an fd that is
- * already watched replaces its events, function and context. The loop does
+ * already watched replaces its events, function and context; what the
+ * replaced watch had been reported but not yet given is dropped (the new
+ * watch hears of the fd when it is ready for the new events). The loop does
  * not own `fd`: unwatch it before closing it (after a close without, watching
  * the number again, for a new descriptor, fails with -ENOENT until
  * tk_loop_unwatch_fd is called on it; the number may even be one the loop

@@ -189,10 +189,15 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
     int flags = TFD_TIMER_ABSTIME | (wall ? TFD_TIMER_CANCEL_ON_SET : 0);
     int armed = wall ? timerfd_settime(fd, flags, &when, NULL) : settime_unfaked(fd, flags, &when);
     if (armed < 0) {
-        /* ECANCELED: the wall clock stepped since the last read. The step is
-         * handled by the pass that follows; arm again then. */
+        /* ECANCELED: the wall clock stepped since the timerfd was last read.
+         * The kernel armed it all the same and forgot the step, which no
+         * read will report now: the loop reports it at its next pass, which
+         * comes at once (a sleeping loop is woken, a planning one does not
+         * sleep). It arms again then. */
         if (errno == ECANCELED) {
             loop->armed[clock] = TK__DISARMED;
+            loop->wall_step_pending = 1;
+            (void)tk__loop_kick(loop);
             return 0;
         }
         return -errno;
@@ -396,7 +401,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             return TK_RUN_STOPPED;
         }
         if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
-        if (loop->manual && loop->wall_step_pending) {
+        if (loop->wall_step_pending) {
             loop->wall_step_pending = 0;
             tk__loop_report_clock_change(loop);
             handled++;
@@ -435,10 +440,14 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
             wait_error = count < 0 ? errno : 0;
         } else {
-            int timeout_ms;
-            int result = plan_wait(loop, now, until_ns, &timeout_ms);
-            if (result < 0) return result;
-            if ((flags & TK_RUN_NOWAIT) || loop->wakeup_requested) timeout_ms = 0;
+            /* A run that will not wait arms nothing: it needs no descriptor,
+             * and the next run that waits plans for itself. */
+            int timeout_ms = 0;
+            if (!(flags & TK_RUN_NOWAIT)) {
+                int result = plan_wait(loop, now, until_ns, &timeout_ms);
+                if (result < 0) return result;
+            }
+            if (loop->wakeup_requested || loop->wall_step_pending) timeout_ms = 0;
             loop->sleeping = 1;
             pthread_mutex_unlock(&loop->lock);
             count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, timeout_ms);
@@ -595,15 +604,13 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
         pthread_mutex_unlock(&loop->lock);
         return watched ? -ENOENT : -EEXIST;
     }
-    uint32_t generation;
-    if (watched) {
-        generation = watch->generation;
-    } else {
-        /* A fresh generation per watch, so events queued for an earlier
-         * watch of the same fd are not delivered to this one. */
-        generation = ++loop->watch_generation & 0x7fffffffu;
-        if (generation == 0) generation = loop->watch_generation = 1;
-    }
+    /* A fresh generation per watch, a replacing one too, so that events
+     * queued for an earlier watch of the same fd (in the batch being
+     * handled, say) are not delivered to this one, with events it did not
+     * ask for. epoll is level-triggered: an fd ready for the new events is
+     * reported again. */
+    uint32_t generation = ++loop->watch_generation & 0x7fffffffu;
+    if (generation == 0) generation = loop->watch_generation = 1;
     struct epoll_event event = {.events = events,
                                 .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
     /* Room first, so that a failure leaves epoll as it was; the table's size

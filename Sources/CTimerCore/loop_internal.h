@@ -112,6 +112,9 @@ struct tk_loop {
 
     /* Manual clocks. */
     int64_t manual_now[TK_CLOCK_COUNT];
+    /* A wall-clock step to report at the next pass: set by
+     * tk_loop_set_manual_time, or, on a real loop, by arming the wall
+     * timerfd when the kernel answers that the clock stepped (see arm). */
     int wall_step_pending;
 
     /* Frame tickers whose timer the loop let go of after an error: still

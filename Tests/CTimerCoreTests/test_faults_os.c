@@ -8,8 +8,16 @@
  *     runs. Calls that need a new one fail with -EMFILE; the timers already
  *     scheduled keep firing, once each, never early; once descriptors are
  *     free again the same calls succeed, and nothing leaks.
+ *   - wall_step_met_while_arming: timerfd_settime is wrapped (the link flags
+ *     below) to answer, once, as the kernel does when the wall clock stepped
+ *     since the timerfd was read: -ECANCELED, with the step forgotten. The
+ *     loop reports the step all the same. (The machine's clock is never
+ *     changed.)
+ *   - nowait_needs_no_descriptor: a TK_RUN_NOWAIT run with a deadline fires
+ *     what is due with no descriptor left to open.
  * Times are only checked for order and "never early": the machine is shared.
  */
+/* test link flags: -Wl,--wrap=timerfd_settime */
 #include "CTimerCore.h"
 
 #include <errno.h>
@@ -22,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -385,9 +394,117 @@ static void test_descriptors_run_out(void) {
     CHECK_EQ(open_fds(), before); /* every descriptor the loops made is closed */
 }
 
+/* ---- wall_step_met_while_arming ---------------------------------------- */
+
+int __real_timerfd_settime(int fd, int flags, const struct itimerspec *new_value,
+                           struct itimerspec *old_value);
+int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *new_value,
+                           struct itimerspec *old_value);
+
+/* Set: the next arming of a wall-clock timerfd answers -ECANCELED. */
+static atomic_int g_step_at_next_wall_arm;
+
+int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *new_value,
+                           struct itimerspec *old_value) {
+    int result = __real_timerfd_settime(fd, flags, new_value, old_value);
+    if (result == 0 && (flags & TFD_TIMER_CANCEL_ON_SET) &&
+        (new_value->it_value.tv_sec != 0 || new_value->it_value.tv_nsec != 0) &&
+        atomic_exchange(&g_step_at_next_wall_arm, 0)) {
+        /* Armed, and the step is gone: what the kernel does. */
+        errno = ECANCELED;
+        return -1;
+    }
+    return result;
+}
+
+static atomic_int g_steps_reported, g_wall_fires;
+
+static void on_step(tk_loop *loop, void *context) {
+    (void)loop, (void)context;
+    atomic_fetch_add(&g_steps_reported, 1);
+}
+
+static void wall_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed, (void)context;
+    if (atomic_fetch_add(&g_wall_fires, 1) == 0) {
+        /* The clock steps while this callback runs; the loop meets the
+         * step when it arms for the timer scheduled here. */
+        tk_timer_spec next = {.clock = TK_CLOCK_REALTIME, .delay_ns = 20 * MS};
+        tk_timer_id later;
+        CHECK_EQ(tk_loop_schedule(loop, &next, wall_fire, NULL, &later), 0);
+        atomic_store(&g_step_at_next_wall_arm, 1);
+    }
+}
+
+static void test_wall_step_met_while_arming(void) {
+    atomic_store(&g_steps_reported, 0);
+    atomic_store(&g_wall_fires, 0);
+    atomic_store(&g_step_at_next_wall_arm, 0);
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_clock_change_handler(loop, on_step, NULL), 0);
+    tk_timer_spec first = {.clock = TK_CLOCK_REALTIME, .delay_ns = 10 * MS};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &first, wall_fire, NULL, &id), 0);
+    /* Runs until both wall timers fired. */
+    int64_t end;
+    CHECK_EQ(tk_clock_now(TK_CLOCK_MONOTONIC, &end), 0);
+    end += 20 * 1000 * MS;
+    while (atomic_load(&g_wall_fires) < 2) {
+        int64_t now;
+        CHECK_EQ(tk_clock_now(TK_CLOCK_MONOTONIC, &now), 0);
+        if (now >= end) break;
+        CHECK(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE) >= 0);
+    }
+    CHECK_EQ(atomic_load(&g_wall_fires), 2);
+    int injected = !atomic_load(&g_step_at_next_wall_arm);
+    CHECK(injected);
+    CHECK_EQ(atomic_load(&g_steps_reported), 1);
+    tk_loop_stats stats;
+    CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+    CHECK_EQ(stats.clock_changes, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- nowait_needs_no_descriptor ----------------------------------------- */
+
+static atomic_int g_nowait_fires;
+
+static void nowait_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+    atomic_fetch_add(&g_nowait_fires, 1);
+}
+
+static void test_nowait_needs_no_descriptor(void) {
+    atomic_store(&g_nowait_fires, 0);
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    /* A wall-clock timer due now: its clock's timerfd exists; the monotonic
+     * one, which a run with a deadline would arm, does not yet. */
+    tk_timer_spec now_spec = {.clock = TK_CLOCK_REALTIME};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &now_spec, nowait_fire, NULL, &id), 0);
+    struct rlimit saved;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int lowest = open("/dev/null", O_RDONLY); /* the lowest free descriptor */
+    CHECK(lowest >= 0);
+    close(lowest);
+    struct rlimit tight = {(rlim_t)lowest, saved.rlim_max};
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    int64_t now;
+    CHECK_EQ(tk_clock_now(TK_CLOCK_MONOTONIC, &now), 0);
+    int result = tk_loop_run(loop, 0, now + 1000 * MS, TK_RUN_NOWAIT);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    CHECK_EQ(result, TK_RUN_PASSED);
+    CHECK_EQ(atomic_load(&g_nowait_fires), 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"signal_storm", test_signal_storm, 120},
     {"descriptors_run_out", test_descriptors_run_out, 120},
+    {"wall_step_met_while_arming", test_wall_step_met_while_arming, 60},
+    {"nowait_needs_no_descriptor", test_nowait_needs_no_descriptor, 60},
 };
 
 int main(int argc, char **argv) {

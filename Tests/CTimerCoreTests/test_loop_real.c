@@ -1575,6 +1575,51 @@ static void test_deadline_at_int64_min(void) {
     }
 }
 
+/* Two read ends, each readable: the first callback to run replaces the
+ * other's watch with one for TK_IO_WRITABLE, which a read end never is. */
+typedef struct rewatch {
+    int fds[2];
+    int replaced;  /* callbacks of the first watches */
+    int new_calls; /* callbacks of the replacing watch */
+} rewatch;
+
+static void rewatch_new_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)loop, (void)fd, (void)events;
+    ((rewatch *)ctx)->new_calls++;
+}
+
+static void rewatch_old_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)events;
+    rewatch *w = ctx;
+    if (w->replaced++ > 0) return;
+    int other = fd == w->fds[0] ? w->fds[1] : w->fds[0];
+    CHECK_EQ(tk_loop_watch_fd(loop, other, TK_IO_WRITABLE, rewatch_new_fn, w), 0);
+}
+
+/* A watch replaced while the loop hands out a batch of events does not get
+ * the event reported for the watch it replaced. */
+static void test_replaced_watch_gets_no_old_event(void) {
+    tk_loop *loop = new_loop();
+    int p1[2], p2[2];
+    CHECK_EQ(pipe(p1), 0);
+    CHECK_EQ(pipe(p2), 0);
+    CHECK_EQ(write(p1[1], "x", 1), 1);
+    CHECK_EQ(write(p2[1], "x", 1), 1);
+    static rewatch w;
+    w = (rewatch){.fds = {p1[0], p2[0]}};
+    CHECK_EQ(tk_loop_watch_fd(loop, p1[0], TK_IO_READABLE, rewatch_old_fn, &w), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, p2[0], TK_IO_READABLE, rewatch_old_fn, &w), 0);
+    /* Both are reported in one epoll_wait: one pass hands out both. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(w.replaced, 1);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(w.new_calls, 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, p1[0]), 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, p2[0]), 0);
+    for (int i = 0; i < 2; i++) close(p1[i]), close(p2[i]);
+    free_loop(loop);
+}
+
 /* A repeating timer run by tk_loop_fire on another thread. */
 typedef struct fired_elsewhere {
     runner *r;
@@ -1673,6 +1718,7 @@ static const test_case tests[] = {
     {"deadline_at_int64_min", test_deadline_at_int64_min, 120},
     {"take_stop", test_take_stop, 60},
     {"fire_from_another_thread_while_due", test_fire_from_another_thread_while_due, 120},
+    {"replaced_watch_gets_no_old_event", test_replaced_watch_gets_no_old_event, 60},
 };
 
 int main(int argc, char **argv) {
