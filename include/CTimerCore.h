@@ -212,7 +212,10 @@ typedef struct tk_timer_spec {
      * How late the timer may fire so that its wake-up can be shared with
      * other timers (>= 0). Never early: the timer fires in
      * [deadline, deadline + leeway] unless the thread is busy. A repeating
-     * timer's leeway is clamped to interval / 2.
+     * timer's leeway is clamped to interval / 2. The loop wakes for the
+     * timer at deadline + leeway at the latest; where that sum reaches
+     * INT64_MAX, which never comes, the timer fires only at a wake-up that
+     * something else brings.
      */
     int64_t leeway_ns;
     /** The modes the timer fires in; 0 (the empty set) means the default mode. */

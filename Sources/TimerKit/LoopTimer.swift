@@ -51,6 +51,10 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ///   - interval: the period of a repeating timer (at least 1 ns), or `nil`
     ///     for one fire.
     ///   - tolerance: how late the timer may fire to share a wake-up (≥ 0).
+    ///     The loop wakes for it at its fire date + tolerance at the latest;
+    ///     a tolerance that takes that past the end of the clock's range
+    ///     (`Int64.max` nanoseconds) leaves the timer to wake-ups that
+    ///     something else brings.
     ///   - clock: the clock it is measured on: ``MonotonicClock`` (stops
     ///     while the system is suspended), ``BootClock`` (counts suspend),
     ///     ``WallClock``, or a ``ManualClock`` (add the timer to its loop:

@@ -202,11 +202,12 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
                 (continuation: CheckedContinuation<Result<Tick?, TimerError>, Never>) in
                 let ready: Result<Tick?, TimerError>? = state.withLock { state in
                     if let failure = state.failure { return .failure(failure) }
+                    // Before a held tick: a cancelled iteration has ended.
+                    if state.finished || Task.isCancelled { return .success(nil) }
                     if let tick = state.pending {
                         state.pending = nil
                         return .success(tick)
                     }
-                    if state.finished || Task.isCancelled { return .success(nil) }
                     state.waiter = continuation
                     return nil
                 }

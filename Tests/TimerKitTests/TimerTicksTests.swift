@@ -112,18 +112,32 @@ struct TimerTicksTests {
     func endsOnCancellation() async throws {
         let loop = try TimerLoop.manual()
         let ticks = try TimerTicks(every: .seconds(1), on: loop, in: .common)
+        let received = Locked(0)
         let consumer = Task {
-            var received = 0
-            for try await _ in ticks { received += 1 }
-            return received
+            for try await _ in ticks { received.withLock { $0 += 1 } }
+            return received.value
         }
         #expect(await waitUntilAsync { loop.statistics.pending == 1 })
         try loop.advance(by: .seconds(1))
+        #expect(await waitUntilAsync { received.value == 1 })
         consumer.cancel()
-        // The tick delivered before the cancellation is still consumed.
         #expect(try await consumer.value == 1)
         #expect(loop.statistics.pending == 0)
         #expect(try loop.advance(by: .seconds(5)) == 0)
+    }
+
+    @Test("a tick held for the iterator is not handed out once its task is cancelled")
+    func heldTickAfterCancellation() async throws {
+        let clock = try ManualClock()
+        let ticks = try TimerTicks(every: .seconds(1), clock: clock)
+        let next = try await Task { () throws -> TimerTicks<ManualClock>.Tick? in
+            var iterator = ticks.makeAsyncIterator()
+            try clock.advance(by: .seconds(1))  // a tick is held: nobody waits yet
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await iterator.next()
+        }.value
+        #expect(next == nil)
+        #expect(clock.loop.statistics.pending == 0, "the timer goes with the iteration")
     }
 
     @Test("ticks on a boot-clock timer and on a ManualClock's loop")
