@@ -686,7 +686,10 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * TK_IO_WRITABLE; level-triggered), in every mode. Watching an fd that is
  * already watched replaces its events, function and context; what the
  * replaced watch had been reported but not yet given is dropped (the new
- * watch hears of the fd when it is ready for the new events). The loop does
+ * watch hears of the fd when it is ready for the new events). A watch's
+ * callback never runs again while it runs: a run nested in it, in any mode,
+ * is not told of the fd until the callback returns (level-triggered, the fd
+ * is reported after that if it is still ready). The loop does
  * not own `fd`: unwatch it before closing it (after a close without, watching
  * the number again, for a new descriptor, fails with -ENOENT until
  * tk_loop_unwatch_fd is called on it; the number may even be one the loop

@@ -305,9 +305,62 @@ static int drain(int fd) {
     }
 }
 
+/* A watch whose callback runs: a frame of handle_events, on the loop's
+ * io_calls list while the callback runs. */
+struct tk__io_call {
+    int fd;
+    uint32_t generation;
+    int held; /* a nested run took the fd out of epoll's interest */
+    struct tk__io_call *outer;
+};
+
+/* The epoll registration of `watch` with `events` (0: none for now). */
+static int register_watch(tk_loop *loop, const tk__watch *watch, uint32_t events) {
+    struct epoll_event event = {.events = events,
+                                .data.u64 = ((uint64_t)watch->generation << 32) |
+                                            (uint32_t)watch->fd};
+    return epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, watch->fd, &event);
+}
+
+/* A run is starting inside watch callbacks (a nested run): their fds, which
+ * may still be ready, are not reported to it, so that no callback runs again
+ * while it runs. epoll keeps the fd, with no events, until the callback
+ * returns (release_io_call). Lock held. */
+static void hold_io_calls(tk_loop *loop) {
+    for (struct tk__io_call *call = loop->io_calls; call != NULL; call = call->outer) {
+        if (call->held) continue;
+        const tk__watch *watch = tk__watch_table_find(&loop->watches, call->fd);
+        if (watch == NULL || watch->generation != call->generation) continue;
+        /* No events, and one-shot: a hang-up or an error, which epoll
+         * reports whatever the events, comes once (and is not given to the
+         * callback, see handle_events), not at every wait. A failure (the fd
+         * was closed meanwhile) leaves nothing to hold. */
+        call->held = register_watch(loop, watch, EPOLLONESHOT) == 0;
+    }
+}
+
+/* The callback of `call` returned: gives its watch, if a nested run held it
+ * and it is still the same watch, its events back. Lock held. */
+static void release_io_call(tk_loop *loop, struct tk__io_call *call) {
+    loop->io_calls = call->outer;
+    if (!call->held) return;
+    const tk__watch *watch = tk__watch_table_find(&loop->watches, call->fd);
+    if (watch != NULL && watch->generation == call->generation) {
+        (void)register_watch(loop, watch, watch->events);
+    }
+}
+
+/* Whether the callback of the watch (`fd`, `generation`) runs now. */
+static int io_call_running(const tk_loop *loop, int fd, uint32_t generation) {
+    for (const struct tk__io_call *call = loop->io_calls; call != NULL; call = call->outer) {
+        if (call->fd == fd && call->generation == generation) return 1;
+    }
+    return 0;
+}
+
 /* Handles what epoll_wait reported. Returns how many events were handled
  * (a timerfd expiring counts only through the timers it fires). Lock held;
- * dropped around watch callbacks. */
+ * dropped around watch callbacks, which never run again while they run. */
 static int handle_events(tk_loop *loop, const struct epoll_event *events, int count) {
     int handled = 0;
     for (int i = 0; i < count; i++) {
@@ -331,11 +384,15 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
         uint32_t generation = (uint32_t)(data >> 32);
         const tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
         if (watch == NULL || watch->generation != generation) continue;
+        if (loop->io_calls != NULL && io_call_running(loop, fd, generation)) continue;
         tk_io_fn fn = watch->fn;
         void *context = watch->context;
+        struct tk__io_call call = {.fd = fd, .generation = generation, .outer = loop->io_calls};
+        loop->io_calls = &call;
         pthread_mutex_unlock(&loop->lock);
         fn(loop, fd, events[i].events, context);
         pthread_mutex_lock(&loop->lock);
+        release_io_call(loop, &call);
         handled++;
         if (loop->stop_requested) break;
     }
@@ -394,6 +451,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int waited = 0;
     int spun = 0; /* the last pass spun for a precise timer */
     int64_t handled = 0;
+    if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
         int64_t now[TK_CLOCK_COUNT];
         if (loop->stop_requested) {

@@ -130,6 +130,10 @@ struct tk_loop {
 
     tk__watch_table watches;
     uint32_t watch_generation;
+    /* The watches whose callbacks run now, innermost first: frames on the
+     * stack of handle_events (loop.c), so that a nested run leaves their fds
+     * alone until the callbacks return. */
+    struct tk__io_call *io_calls;
 
     /* Precise timers: how many are scheduled or parked, and how they are
      * served (see tk_loop_set_precision). */

@@ -1620,6 +1620,53 @@ static void test_replaced_watch_gets_no_old_event(void) {
     free_loop(loop);
 }
 
+/* A watch callback that runs the loop nested, once per call. */
+typedef struct reentry {
+    int depth, deepest, calls, nested_rc;
+    uint32_t nested_flags;
+} reentry;
+
+static void reentry_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)fd, (void)events;
+    reentry *e = ctx;
+    e->calls++;
+    if (++e->depth > e->deepest) e->deepest = e->depth;
+    if (e->depth == 1) {
+        int64_t until = sys_now(TK_CLOCK_MONOTONIC) + 20 * MS;
+        e->nested_rc = tk_loop_run(loop, TK_MODES(1), until, e->nested_flags);
+    }
+    e->depth--;
+}
+
+/* A watch's callback is not called again by a run nested in it, while its
+ * fd stays ready (and after hanging up), and is called again once it has
+ * returned. */
+static void test_watch_callback_not_reentered(void) {
+    tk_loop *loop = new_loop();
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1); /* readable until read, which no one does */
+    static reentry e;
+    for (int hung_up = 0; hung_up < 2; hung_up++) {
+        for (int waits = 0; waits < 2; waits++) {
+            e = (reentry){.nested_flags = waits ? 0 : TK_RUN_NOWAIT};
+            CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, reentry_fn, &e), 0);
+            CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+            CHECK_EQ(e.deepest, 1);
+            CHECK_EQ(e.calls, 1);
+            CHECK_EQ(e.nested_rc, waits ? TK_RUN_TIMED_OUT : TK_RUN_PASSED);
+            /* Back to its events: reported again. */
+            CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+            CHECK_EQ(e.calls, 2);
+            CHECK_EQ(e.deepest, 1);
+        }
+        close(p[1]); /* then the same with a hang-up */
+    }
+    CHECK_EQ(tk_loop_unwatch_fd(loop, p[0]), 0);
+    close(p[0]);
+    free_loop(loop);
+}
+
 /* A repeating timer run by tk_loop_fire on another thread. */
 typedef struct fired_elsewhere {
     runner *r;
@@ -1719,6 +1766,7 @@ static const test_case tests[] = {
     {"take_stop", test_take_stop, 60},
     {"fire_from_another_thread_while_due", test_fire_from_another_thread_while_due, 120},
     {"replaced_watch_gets_no_old_event", test_replaced_watch_gets_no_old_event, 60},
+    {"watch_callback_not_reentered", test_watch_callback_not_reentered, 60},
 };
 
 int main(int argc, char **argv) {
