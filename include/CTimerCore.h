@@ -380,7 +380,8 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
  * memory and descriptors are released. Returns 0, -EINVAL
  * for NULL, or -EBUSY while the loop is running, one of its callbacks runs
  * (also one run by tk_loop_fire) or its release handler runs, in which case
- * nothing is destroyed.
+ * nothing is destroyed. No other call on the loop may overlap this one or
+ * follow it, from any thread: the loop is gone when it returns 0.
  */
 int tk_loop_destroy(tk_loop *loop);
 
@@ -702,7 +703,13 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
 int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
                      void *context);
 
-/** Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. */
+/**
+ * Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. Safe
+ * from any thread; called from another thread than the loop's, it may return
+ * while the watch's callback is still running there, so what the callback
+ * uses is freed only once the loop's thread is past it (free it from that
+ * thread, say from a timer or the wake-up handler).
+ */
 int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 
 /* ------------------------------------------------------------------------
