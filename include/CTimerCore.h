@@ -386,12 +386,12 @@ int tk_loop_create_manual(tk_loop **loop, int64_t start_ns);
 int tk_loop_destroy(tk_loop *loop);
 
 /**
- * Makes room for `timers` pending timers on `clock`, beside the timers
- * pending on the other clocks (the clocks share one timer table), so that
+ * Makes room for `timers` pending timers on `clock`, beside the other timers
+ * the loop holds (the clocks share one timer table: pending on the other
+ * clocks, or out of their heap while a callback of theirs runs), so that
  * scheduling on `clock` until it has that many pending never allocates.
  * Returns 0, -EINVAL, or -ENOMEM (also for more timers than the table can
- * index: `timers` plus those on the other clocks must stay below
- * UINT32_MAX).
+ * index: `timers` and the others together must stay below UINT32_MAX - 1).
  */
 int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
 
@@ -458,9 +458,10 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * statistics) and makes a last pass there, which fires every timer of the
  * mode whose deadline has passed, its leeway notwithstanding, and parks the
  * due timers of other modes; it returns TK_RUN_TIMED_OUT after that pass
- * (with none if the pass before it was made at or past `deadline_ns`; a
- * pass that a callback's nested run or tk_loop_set_manual_time took there
- * is still followed by one), or TK_RUN_STOPPED if stopped first. TK_RUN_NOWAIT makes one pass
+ * (with none if the pass before it was made at or past `deadline_ns`; if
+ * a callback of an earlier pass took the clock there, by a nested run or
+ * tk_loop_set_manual_time, the last pass still follows), or TK_RUN_STOPPED
+ * if stopped first. TK_RUN_NOWAIT makes one pass
  * at the current time; TK_RUN_ONCE moves time from wake-up to wake-up until
  * a pass has handled something.
  *

@@ -193,9 +193,10 @@ static int arm(tk_loop *loop, tk_clock clock, int64_t target) {
          * The kernel armed it all the same and forgot the step, which no
          * read will report now: the loop reports it at its next pass, which
          * comes at once (a sleeping loop is woken, a planning one does not
-         * sleep). It arms again then. */
+         * sleep). */
         if (errno == ECANCELED) {
-            loop->armed[clock] = TK__DISARMED;
+            loop->armed[clock] = target;
+            loop->stats.arms++;
             loop->wall_step_pending = 1;
             (void)tk__loop_kick(loop);
             return 0;

@@ -118,7 +118,8 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
         loop->free_slot = slot;
     }
     loop->timer_capacity = (uint32_t)capacity;
-    return 0;
+    /* Capped growth may have added only the unused slot. */
+    return loop->free_slot == TK__NO_SLOT ? -ENOMEM : 0;
 }
 
 static uint32_t take_slot(tk_loop *loop) {

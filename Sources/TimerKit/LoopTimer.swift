@@ -52,9 +52,9 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     ///     for one fire.
     ///   - tolerance: how late the timer may fire to share a wake-up (≥ 0).
     ///     The loop wakes for it at its fire date + tolerance at the latest;
-    ///     a tolerance that takes that past the end of the clock's range
-    ///     (`Int64.max` nanoseconds) leaves the timer to wake-ups that
-    ///     something else brings.
+    ///     a tolerance that takes that to the end of the clock's range
+    ///     (`Int64.max` nanoseconds, which never comes) leaves the timer to
+    ///     wake-ups that something else brings.
     ///   - clock: the clock it is measured on: ``MonotonicClock`` (stops
     ///     while the system is suspended), ``BootClock`` (counts suspend),
     ///     ``WallClock``, or a ``ManualClock`` (add the timer to its loop:

@@ -78,10 +78,11 @@ extension TimerLoop {
 }
 
 extension TimerLoop {
-    /// Suspends until `clock` reads `deadline` on this loop (on a manual loop:
-    /// until its time is moved there, or at once if it is there already), at
-    /// most `tolerance` later; the loop's thread resumes the task. The sleep
-    /// is served in every mode.
+    /// Suspends until `clock` reads `deadline` on this loop, at most
+    /// `tolerance` later; the loop's thread resumes the task. On a manual
+    /// loop, the sleep ends when its time is moved there, or, if it is there
+    /// already, at once, on the calling thread. The sleep is served in every
+    /// mode.
     ///
     /// ```swift
     /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))

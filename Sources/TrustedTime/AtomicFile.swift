@@ -89,22 +89,25 @@ package enum AtomicFile {
                 open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600), "open")
         }
         do throws(SystemError) {
-            // The file it replaces keeps its group and read and write bits
+            // The file it replaces keeps its group and its permission bits
             // (not its owner: only a privileged process could give it that).
             // If the group cannot be kept, its bits and others' are not
             // either: they would grant another group. The owner can always
             // read and write it, or the next restore could not read it.
+            var created = stat()
+            _ = try SystemError.posix(fstat(fd, &created), "fstat")
             var replaced = stat()
             var mode: mode_t = 0o600
             if stat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG {
                 mode = replaced.st_mode & 0o777 | 0o600
-                var created = stat()
-                _ = try SystemError.posix(fstat(fd, &created), "fstat")
                 if created.st_gid != replaced.st_gid, fchown(fd, uid_t.max, replaced.st_gid) != 0 {
                     mode &= 0o700
                 }
             }
-            _ = try SystemError.posix(fchmod(fd, mode), "fchmod")
+            // Only when needed: some file systems refuse any mode change.
+            if created.st_mode & 0o7777 != mode {
+                _ = try SystemError.posix(fchmod(fd, mode), "fchmod")
+            }
             var written = 0
             while written < bytes.count {
                 written += try retrying { () throws(SystemError) in
