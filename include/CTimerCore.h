@@ -391,7 +391,7 @@ int tk_loop_destroy(tk_loop *loop);
  * clocks, or out of their heap while a callback of theirs runs), so that
  * scheduling on `clock` until it has that many pending never allocates.
  * Returns 0, -EINVAL, or -ENOMEM (also for more timers than the table can
- * index: `timers` and the others together must stay below UINT32_MAX - 1).
+ * index: `timers` and the others together must stay below about 2^32).
  */
 int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
 
@@ -689,15 +689,19 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * already watched replaces its events, function and context; what the
  * replaced watch had been reported but not yet given is dropped (the new
  * watch hears of the fd when it is ready for the new events). A watch's
- * callback never runs again while it runs: a run nested in it, in any mode,
- * is not told of the fd until the callback returns (level-triggered, the fd
- * is reported after that if it is still ready). The loop does
+ * callback never runs again while it runs: until it returns, a run nested in
+ * it, in any mode, is told of nothing on that fd number, whichever watch has
+ * it by then (the same, one that replaced it, or one of a new descriptor);
+ * level-triggered, the fd is reported after the return if it is still
+ * ready. The loop does
  * not own `fd`: unwatch it before closing it (after a close without, watching
  * the number again, for a new descriptor, fails with -ENOENT until
  * tk_loop_unwatch_fd is called on it; the number may even be one the loop
  * opened for itself meanwhile, which neither call disturbs). Returns 0,
  * -EINVAL, -ENOMEM or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
- * regular file, -EEXIST for a descriptor of the loop's own). The loop keeps
+ * regular file, -EEXIST for a descriptor of the loop's own). A watched fd
+ * closed while its file stays open elsewhere (a dup, a child) is still
+ * reported by epoll, and the loop spins until it is unwatched. The loop keeps
  * one small entry per watched fd, whatever its number, and gives the memory
  * back as watches end. O(1).
  */
@@ -708,8 +712,9 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
  * Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. Safe
  * from any thread; called from another thread than the loop's, it may return
  * while the watch's callback is still running there, so what the callback
- * uses is freed only once the loop's thread is past it (free it from that
- * thread, say from a timer or the wake-up handler).
+ * uses is freed only once the loop's thread is past it: from that thread,
+ * say from a timer or the wake-up handler, but not from a run nested in that
+ * callback.
  */
 int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 

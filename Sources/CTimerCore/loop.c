@@ -307,15 +307,19 @@ static int drain(int fd) {
 }
 
 /* A watch whose callback runs: a frame of handle_events, on the loop's
- * io_calls list while the callback runs. */
+ * io_calls list while the callback runs. It holds the fd's number: until the
+ * callback returns, no callback is given an event of that number (whatever
+ * watch it is by then, the same, a replacing one, or one of a new
+ * descriptor that took the number). */
 struct tk__io_call {
     int fd;
-    uint32_t generation;
-    int held; /* a nested run took the fd out of epoll's interest */
+    int held; /* the fd's watch is out of epoll's interest until the return */
     struct tk__io_call *outer;
 };
 
-/* The epoll registration of `watch` with `events` (0: none for now). */
+static int is_loop_fd(const tk_loop *loop, int fd);
+
+/* The epoll registration of `watch` with `events`. */
 static int register_watch(tk_loop *loop, const tk__watch *watch, uint32_t events) {
     struct epoll_event event = {.events = events,
                                 .data.u64 = ((uint64_t)watch->generation << 32) |
@@ -323,40 +327,46 @@ static int register_watch(tk_loop *loop, const tk__watch *watch, uint32_t events
     return epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, watch->fd, &event);
 }
 
+/* The frame of the callback running for `fd`, or NULL. */
+static struct tk__io_call *io_call_of(const tk_loop *loop, int fd) {
+    for (struct tk__io_call *call = loop->io_calls; call != NULL; call = call->outer) {
+        if (call->fd == fd) return call;
+    }
+    return NULL;
+}
+
+/* What a watch of `fd` is registered with while a callback runs for the
+ * number: no events, and one-shot, so that a hang-up or an error, which
+ * epoll reports whatever the events, comes once (and is not given to any
+ * callback, see handle_events), not at every wait. */
+#define TK__HELD_EVENTS ((uint32_t)EPOLLONESHOT)
+
+/* Takes `call`'s fd out of epoll's interest until its callback returns, if
+ * a watch of the number is there. Not the loop's own descriptors: a watched
+ * fd closed in its callback may have left its number to one. A failure (the
+ * fd was closed, and the number is free) leaves nothing to hold. Lock held. */
+static void hold_io_call(tk_loop *loop, struct tk__io_call *call) {
+    if (call->held || is_loop_fd(loop, call->fd)) return;
+    const tk__watch *watch = tk__watch_table_find(&loop->watches, call->fd);
+    if (watch != NULL) call->held = register_watch(loop, watch, TK__HELD_EVENTS) == 0;
+}
+
 /* A run is starting inside watch callbacks (a nested run): their fds, which
  * may still be ready, are not reported to it, so that no callback runs again
- * while it runs. epoll keeps the fd, with no events, until the callback
- * returns (release_io_call). Lock held. */
+ * while it runs. Lock held. */
 static void hold_io_calls(tk_loop *loop) {
     for (struct tk__io_call *call = loop->io_calls; call != NULL; call = call->outer) {
-        if (call->held) continue;
-        const tk__watch *watch = tk__watch_table_find(&loop->watches, call->fd);
-        if (watch == NULL || watch->generation != call->generation) continue;
-        /* No events, and one-shot: a hang-up or an error, which epoll
-         * reports whatever the events, comes once (and is not given to the
-         * callback, see handle_events), not at every wait. A failure (the fd
-         * was closed meanwhile) leaves nothing to hold. */
-        call->held = register_watch(loop, watch, EPOLLONESHOT) == 0;
+        hold_io_call(loop, call);
     }
 }
 
-/* The callback of `call` returned: gives its watch, if a nested run held it
- * and it is still the same watch, its events back. Lock held. */
+/* The callback of `call` returned: the watch of its fd, if there is one
+ * (whichever it is by now) and it was held, gets its events back. Lock held. */
 static void release_io_call(tk_loop *loop, struct tk__io_call *call) {
     loop->io_calls = call->outer;
-    if (!call->held) return;
+    if (!call->held || is_loop_fd(loop, call->fd)) return;
     const tk__watch *watch = tk__watch_table_find(&loop->watches, call->fd);
-    if (watch != NULL && watch->generation == call->generation) {
-        (void)register_watch(loop, watch, watch->events);
-    }
-}
-
-/* Whether the callback of the watch (`fd`, `generation`) runs now. */
-static int io_call_running(const tk_loop *loop, int fd, uint32_t generation) {
-    for (const struct tk__io_call *call = loop->io_calls; call != NULL; call = call->outer) {
-        if (call->fd == fd && call->generation == generation) return 1;
-    }
-    return 0;
+    if (watch != NULL) (void)register_watch(loop, watch, watch->events);
 }
 
 /* Handles what epoll_wait reported. Returns how many events were handled
@@ -385,10 +395,10 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
         uint32_t generation = (uint32_t)(data >> 32);
         const tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
         if (watch == NULL || watch->generation != generation) continue;
-        if (loop->io_calls != NULL && io_call_running(loop, fd, generation)) continue;
+        if (loop->io_calls != NULL && io_call_of(loop, fd) != NULL) continue;
         tk_io_fn fn = watch->fn;
         void *context = watch->context;
-        struct tk__io_call call = {.fd = fd, .generation = generation, .outer = loop->io_calls};
+        struct tk__io_call call = {.fd = fd, .outer = loop->io_calls};
         loop->io_calls = &call;
         pthread_mutex_unlock(&loop->lock);
         fn(loop, fd, events[i].events, context);
@@ -670,7 +680,10 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
      * reported again. */
     uint32_t generation = ++loop->watch_generation & 0x7fffffffu;
     if (generation == 0) generation = loop->watch_generation = 1;
-    struct epoll_event event = {.events = events,
+    /* While a callback runs for this number, the new watch waits for its
+     * return (release_io_call gives it its events). */
+    struct tk__io_call *running = loop->io_calls != NULL ? io_call_of(loop, fd) : NULL;
+    struct epoll_event event = {.events = running != NULL ? TK__HELD_EVENTS : events,
                                 .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
     /* Room first, so that a failure leaves epoll as it was; the table's size
      * follows the number of watches, never the fd's number. The kernel then
@@ -686,6 +699,7 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
         watch->context = context;
         watch->events = events;
         watch->generation = generation;
+        if (running != NULL) running->held = 1;
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

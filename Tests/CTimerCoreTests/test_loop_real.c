@@ -1667,6 +1667,98 @@ static void test_watch_callback_not_reentered(void) {
     free_loop(loop);
 }
 
+/* A watch callback that closes its fd, so that a timerfd the loop opens
+ * next (for the boot clock, its first timer there) takes the number. */
+typedef struct closer {
+    int fd;
+    int nest_first;   /* run nested before closing (else after) */
+    int calls;        /* callbacks of the watch */
+    int number_taken; /* the closed number was in use again: the loop's */
+    int nested_rc;
+    atomic_int boot_fires;
+} closer;
+
+static void closer_timer_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
+    (void)loop, (void)id, (void)missed;
+    atomic_fetch_add(&((closer *)ctx)->boot_fires, 1);
+}
+
+static void closer_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)events;
+    closer *c = ctx;
+    if (c->calls++ > 0) return;
+    if (c->nest_first) c->nested_rc = tk_loop_run(loop, TK_MODES(1), TK_FOREVER, TK_RUN_NOWAIT);
+    close(fd); /* without unwatching, as the header allows */
+    sched(loop, mkspec(TK_CLOCK_BOOTTIME, 10 * MS, 10 * MS, 0, TK_MODES(0), 0), closer_timer_fn, c);
+    c->number_taken = fcntl(fd, F_GETFD) >= 0;
+    /* A run nested after the close: it must not take the loop's timerfd out
+     * of epoll's interest for the watch that had the number. It returns
+     * once the boot timer fired in it. */
+    if (!c->nest_first) c->nested_rc = tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE);
+}
+
+/* A watched fd closed in its callback, its number taken by a timerfd of the
+ * loop: neither the nested run's hold nor the callback's return touches the
+ * loop's registration of it, so the boot timer fires (and fires again), and
+ * the watch's callback is never given the timerfd. */
+static void test_closed_in_callback_number_taken_by_loop(void) {
+    for (int nest_first = 0; nest_first < 2; nest_first++) {
+        tk_loop *loop = new_loop();
+        int p[2];
+        CHECK_EQ(pipe(p), 0);
+        CHECK_EQ(write(p[1], "x", 1), 1);
+        static closer c;
+        c = (closer){.fd = p[0], .nest_first = nest_first};
+        atomic_store(&c.boot_fires, 0);
+        CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, closer_fn, &c), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+        CHECK(c.number_taken); /* else this run did not test the case */
+        if (!nest_first) CHECK_EQ(c.nested_rc, TK_RUN_PASSED); /* the boot timer fired in it */
+        /* Two more fires of the boot timer, each a pass of its own. */
+        while (atomic_load(&c.boot_fires) < 3) {
+            if (tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE) != TK_RUN_PASSED) break;
+        }
+        CHECK(atomic_load(&c.boot_fires) >= 3);
+        CHECK_EQ(c.calls, 1);
+        close(p[1]);
+        free_loop(loop);
+    }
+}
+
+/* A callback that replaces its own watch (new events, same function) and
+ * then runs the loop nested is not called again by that run. */
+static void self_rewatch_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
+    (void)events;
+    reentry *e = ctx;
+    e->calls++;
+    if (++e->depth > e->deepest) e->deepest = e->depth;
+    if (e->depth == 1) {
+        CHECK_EQ(tk_loop_watch_fd(loop, fd, TK_IO_READABLE | TK_IO_WRITABLE, self_rewatch_fn, e), 0);
+        e->nested_rc = tk_loop_run(loop, TK_MODES(1), TK_FOREVER, TK_RUN_NOWAIT);
+    }
+    e->depth--;
+}
+
+static void test_rewatched_in_callback_not_reentered(void) {
+    tk_loop *loop = new_loop();
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    static reentry e;
+    e = (reentry){0};
+    CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, self_rewatch_fn, &e), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(e.deepest, 1);
+    CHECK_EQ(e.calls, 1);
+    CHECK_EQ(e.nested_rc, TK_RUN_PASSED);
+    /* The replacing watch has its events once the callback returned. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(e.calls, 2);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, p[0]), 0);
+    close(p[0]), close(p[1]);
+    free_loop(loop);
+}
+
 /* A repeating timer run by tk_loop_fire on another thread. */
 typedef struct fired_elsewhere {
     runner *r;
@@ -1781,6 +1873,8 @@ static const test_case tests[] = {
     {"fire_from_another_thread_while_due", test_fire_from_another_thread_while_due, 120},
     {"replaced_watch_gets_no_old_event", test_replaced_watch_gets_no_old_event, 60},
     {"watch_callback_not_reentered", test_watch_callback_not_reentered, 60},
+    {"closed_in_callback_number_taken_by_loop", test_closed_in_callback_number_taken_by_loop, 60},
+    {"rewatched_in_callback_not_reentered", test_rewatched_in_callback_not_reentered, 60},
 };
 
 int main(int argc, char **argv) {
