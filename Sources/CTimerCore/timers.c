@@ -291,16 +291,22 @@ static int64_t wake_time(const tk_loop *loop, int64_t deadline, int64_t leeway) 
 /* Gives a slot the spec's settings and deadline and puts it in its heap,
  * waking a sleeping loop if it must fire earlier than planned. The heap has
  * room (make_room). */
+/* A timer of the loop's was put in its heap with `deadline`: wakes a
+ * sleeping loop if it must fire earlier than planned. */
+static void note_deadline(tk_loop *loop, const tk__timer *timer, int64_t deadline) {
+    int64_t target = wake_time(loop, deadline, timer->leeway);
+    /* It must fire by its deadline + leeway, which is its target, or, precise, by its deadline. */
+    int64_t due_by = timer->leeway == TK__PRECISE ? deadline : target;
+    tk__loop_note_target(loop, (tk_clock)timer->clock, timer->modes, target, due_by);
+}
+
 static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spec) {
     tk__timer *timer = &loop->timers[slot];
     apply_spec(timer, spec);
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
     place(loop, slot, deadline);
-    int64_t target = wake_time(loop, deadline, timer->leeway);
-    /* It must fire by its deadline + leeway, which is its target, or, precise, by its deadline. */
-    int64_t due_by = timer->leeway == TK__PRECISE ? deadline : target;
-    tk__loop_note_target(loop, spec->clock, timer->modes, target, due_by);
+    note_deadline(loop, timer, deadline);
 }
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */
@@ -482,9 +488,7 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         /* The callback may have run under tk_loop_fire on another thread
          * while the loop, which set the timer aside, went to sleep without
          * it: it must wake for it (as for a timer scheduled from there). */
-        int64_t target = wake_time(loop, entry.deadline, timer->leeway);
-        int64_t due_by = timer->leeway == TK__PRECISE ? entry.deadline : target;
-        tk__loop_note_target(loop, (tk_clock)timer->clock, timer->modes, target, due_by);
+        note_deadline(loop, timer, entry.deadline);
         return;
     }
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;

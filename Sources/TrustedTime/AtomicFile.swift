@@ -75,9 +75,10 @@ package enum AtomicFile {
     /// cannot be kept (a group the process is not in), the group's and
     /// others' bits are dropped rather than granted to another group.
     ///
-    /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`, `fsync`, `close`,
-    ///   `rename`; `Errno/invalidArgument` from `open` for a path holding a
-    ///   NUL); the temporary file is removed and `path` is unchanged.
+    /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`,
+    ///   `fsync`, `close`, `rename`; `Errno/invalidArgument` from `open` for
+    ///   a path holding a NUL); the temporary file is removed and `path` is
+    ///   unchanged.
     ///   If only flushing the directory fails (the error names `fsync` of
     ///   the directory's `open`), the new file is in place, but its rename
     ///   may not survive a crash.

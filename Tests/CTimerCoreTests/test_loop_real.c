@@ -1624,14 +1624,17 @@ static void test_replaced_watch_gets_no_old_event(void) {
 typedef struct reentry {
     int depth, deepest, calls, nested_rc;
     uint32_t nested_flags;
+    int rewatch; /* first replace its own watch (new events, same function) */
 } reentry;
 
 static void reentry_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
-    (void)fd, (void)events;
+    (void)events;
     reentry *e = ctx;
     e->calls++;
     if (++e->depth > e->deepest) e->deepest = e->depth;
     if (e->depth == 1) {
+        if (e->rewatch)
+            CHECK_EQ(tk_loop_watch_fd(loop, fd, TK_IO_READABLE | TK_IO_WRITABLE, reentry_fn, e), 0);
         int64_t until = sys_now(TK_CLOCK_MONOTONIC) + 20 * MS;
         e->nested_rc = tk_loop_run(loop, TK_MODES(1), until, e->nested_flags);
     }
@@ -1727,26 +1730,14 @@ static void test_closed_in_callback_number_taken_by_loop(void) {
 
 /* A callback that replaces its own watch (new events, same function) and
  * then runs the loop nested is not called again by that run. */
-static void self_rewatch_fn(tk_loop *loop, int fd, uint32_t events, void *ctx) {
-    (void)events;
-    reentry *e = ctx;
-    e->calls++;
-    if (++e->depth > e->deepest) e->deepest = e->depth;
-    if (e->depth == 1) {
-        CHECK_EQ(tk_loop_watch_fd(loop, fd, TK_IO_READABLE | TK_IO_WRITABLE, self_rewatch_fn, e), 0);
-        e->nested_rc = tk_loop_run(loop, TK_MODES(1), TK_FOREVER, TK_RUN_NOWAIT);
-    }
-    e->depth--;
-}
-
 static void test_rewatched_in_callback_not_reentered(void) {
     tk_loop *loop = new_loop();
     int p[2];
     CHECK_EQ(pipe(p), 0);
     CHECK_EQ(write(p[1], "x", 1), 1);
     static reentry e;
-    e = (reentry){0};
-    CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, self_rewatch_fn, &e), 0);
+    e = (reentry){.nested_flags = TK_RUN_NOWAIT, .rewatch = 1};
+    CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, reentry_fn, &e), 0);
     CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
     CHECK_EQ(e.deepest, 1);
     CHECK_EQ(e.calls, 1);
