@@ -26,6 +26,8 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       6  Added: tk_timer_record, TK_TIMER_RECORD_INIT,
+ *          tk_loop_schedule_record.
  *       5  A manual loop's tk_loop_run with a deadline ends with a pass at
  *          its deadline, as a real run woken by its deadline does (it ended
  *          as tk_loop_advance does, without that pass, so a timer whose
@@ -62,7 +64,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 5
+#define TK_API_VERSION 6
 
 /* ------------------------------------------------------------------------
  * Types
@@ -641,6 +643,46 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
                      void *context, tk_timer_id *timer);
 
 /**
+ * Room, in the caller's memory, for the loop's record of one timer (see
+ * tk_loop_schedule_record). Its contents are the loop's: zero it before its
+ * first use (TK_TIMER_RECORD_INIT, or memset), and never write it after.
+ */
+typedef struct tk_timer_record {
+    uint64_t opaque_[6];
+} tk_timer_record;
+
+/** A tk_timer_record ready for its first use. */
+#define TK_TIMER_RECORD_INIT {{0}}
+
+/**
+ * As tk_loop_schedule, with the timer's record kept in `*record` instead of
+ * the loop's table. The timer is the same in every other way: its handle
+ * works with every call that takes one, and the table still gives it a
+ * slot, of 16 bytes.
+ *
+ * It is for a caller that keeps an object per timer anyway, such as a
+ * language binding: with the record inside that object, cancelling reads
+ * the object, which the caller has just read, instead of the table's record,
+ * which at a million pending timers is one cache miss more (TimerKit's
+ * LoopTimer does this).
+ *
+ * The record is the loop's from a successful call until the loop is done
+ * with the timer, and must stay where it is, unread and unwritten, until
+ * then. The loop is done with it when it hands `context` to its release
+ * handler (see tk_loop_set_release_handler), or, if the loop has no release
+ * handler at that moment, once tk_loop_destroy returns. The record may then
+ * be scheduled again, or freed.
+ *
+ * Returns what tk_loop_schedule returns, or -EINVAL for a NULL record, and
+ * -EBUSY for a record whose timer has not ended (scheduled, on this loop or
+ * another, and neither cancelled nor fired for good), or that was not zeroed
+ * before its first use. On error the record is unchanged.
+ */
+int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
+                            const tk_timer_spec *spec, tk_timer_fn fn, void *context,
+                            tk_timer_id *timer);
+
+/**
  * Cancels a scheduled timer: no callback of it starts after this returns,
  * except one the loop's thread had already begun (its context stays valid
  * until that returns; see tk_loop_set_release_handler). Returns 0, or -ENOENT
@@ -652,6 +694,17 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
  * of it anyway), and after tk_loop_fire, -ENOENT. O(log n).
  */
 int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
+
+/**
+ * As tk_loop_cancel, but when the loop lets go of the timer at once (no
+ * callback of it is running), it hands the timer's context back in
+ * `*context` and returns 1, instead of calling the release handler with it:
+ * the caller releases it. Returns 0 when a callback of the timer is running
+ * (the release handler gets the context when the last one returns, as after
+ * tk_loop_cancel), and the errors of tk_loop_cancel, or -EINVAL for a NULL
+ * `context`. A frame ticker's timer is never handed back.
+ */
+int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
 
 /**
  * Gives a scheduled timer a new deadline, interval, leeway, clock and modes,

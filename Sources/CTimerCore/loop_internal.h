@@ -43,16 +43,17 @@ enum tk__timer_state {
 };
 
 /*
- * One timer. The deadline is not here: it lives in the timer's heap (or
- * parked) entry, next to the key the heap compares. positions[slot] says
- * where that entry is (and, for a free slot, which slot is free next).
+ * One timer's record: in the table (timers[slot]), or in the caller's memory
+ * (a tk_timer_record, which slots[slot].record then points at). The deadline
+ * is not here: it lives in the timer's heap (or parked) entry, next to the
+ * key the heap compares; slots[slot] says where that entry is, and holds the
+ * slot's generation (see heap.h).
  */
 typedef struct tk__timer {
     tk_timer_fn fn;
     void *context;
     int64_t interval;
     int64_t leeway; /* TK__PRECISE for a precise timer (whose leeway is 0) */
-    uint32_t generation;
     tk_mode_set modes;
     uint32_t placed_pass; /* the pass during which it got its deadline */
     uint8_t clock;
@@ -61,6 +62,9 @@ typedef struct tk__timer {
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
+_Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
+                   _Alignof(tk__timer) <= _Alignof(tk_timer_record),
+               "a tk_timer_record holds a timer record");
 
 /* The leeway recorded for a precise timer: its wake-up comes the loop's
  * margin before its deadline instead of up to a leeway after it. */
@@ -69,9 +73,11 @@ _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
 struct tk_loop {
     pthread_mutex_t lock;
 
-    /* The timer table: records and positions, indexed by slot. */
+    /* The timer table: records and slots, indexed by slot. A slot whose
+     * timer's record is in the caller's memory leaves timers[slot] as it
+     * was: a record is only written by the timers that use it. */
     tk__timer *timers;
-    uint32_t *positions;
+    tk__slot *slots;
     uint32_t timer_capacity;
     uint32_t free_slot;
     uint32_t next_seq;

@@ -1,9 +1,11 @@
 /*
  * The timer table: where timers live between schedule and fire.
  *
- * Slots come from a free list over two parallel arrays (the records and their
- * positions), grown by doubling, so scheduling allocates only when the table
- * is full. A handle is the slot and its generation, each offset by the
+ * Slots come from a free list over two parallel arrays (the records, and the
+ * slots: positions and generations; see heap.h), grown by doubling, so
+ * scheduling allocates only when the table is full. A timer scheduled with a
+ * record of the caller's (tk_loop_schedule_record) takes a slot all the
+ * same, and leaves its place in the records free. A handle is the slot and its generation, each offset by the
  * loop's key (see make_id); freeing a slot bumps its generation, which is
  * what makes a stale handle harmless, and the key is what makes another
  * loop's handle name nothing here.
@@ -68,6 +70,20 @@ static uint32_t unused_slot(const tk_loop *loop) {
     return 0u - 1u - loop->handle_key;
 }
 
+/* What the slot of a free slot points at: a record that says so. Never
+ * written (a free slot's record is read, by lookup and tk__timers_free, and
+ * nothing else), so the table's own records are written only by the timers
+ * that use them, and a loop whose timers all keep their records in the
+ * caller's memory never touches the table's. */
+static tk__timer free_record = {.state = TK__TIMER_FREE};
+
+/* The record of the timer in `slot`: the table's own, one in the caller's
+ * memory (tk_loop_schedule_record), or, for a free slot, free_record. */
+static inline tk__timer *timer_at(const tk_loop *loop, uint32_t slot) {
+    tk__timer *record = loop->slots[slot].record;
+    return record != NULL ? record : &loop->timers[slot];
+}
+
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
  * is live only to its own callback, that is, to the thread running the loop;
  * to any other thread it has fired. */
@@ -75,11 +91,9 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
     if (id == TK_TIMER_NONE) return NULL;
     uint32_t slot = slot_of(loop, id);
     if (slot >= loop->timer_capacity) return NULL;
-    tk__timer *timer = &loop->timers[slot];
-    if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED ||
-        timer->generation != generation_of(loop, id)) {
-        return NULL;
-    }
+    if (loop->slots[slot].generation != generation_of(loop, id)) return NULL;
+    tk__timer *timer = timer_at(loop, slot);
+    if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED) return NULL;
     if (timer->state == TK__TIMER_FIRING &&
         !(loop->depth > 0 && pthread_equal(loop->owner, pthread_self()))) {
         return NULL;
@@ -103,18 +117,19 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     tk__timer *timers = realloc(loop->timers, (size_t)capacity * sizeof *timers);
     if (timers == NULL) return -ENOMEM;
     loop->timers = timers;
-    uint32_t *positions = realloc(loop->positions, (size_t)capacity * sizeof *positions);
-    if (positions == NULL) return -ENOMEM; /* the larger records array is kept */
-    loop->positions = positions;
+    tk__slot *slots = realloc(loop->slots, (size_t)capacity * sizeof *slots);
+    if (slots == NULL) return -ENOMEM; /* the larger records array is kept */
+    loop->slots = slots;
     uint32_t old = loop->timer_capacity;
-    memset(&timers[old], 0, (size_t)(capacity - old) * sizeof *timers);
     /* New slots go on the free list lowest first, ahead of what was there
      * (all but the unused one, which stays free and off the list). */
     uint32_t unused = unused_slot(loop);
     for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
-        timers[slot].generation = 1;
+        slots[slot].record = &free_record;
+        slots[slot].generation = 1;
+        slots[slot].position = TK__NO_SLOT;
         if (slot == unused) continue;
-        positions[slot] = loop->free_slot;
+        slots[slot].position = loop->free_slot;
         loop->free_slot = slot;
     }
     loop->timer_capacity = (uint32_t)capacity;
@@ -124,20 +139,27 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
 
 static uint32_t take_slot(tk_loop *loop) {
     uint32_t slot = loop->free_slot;
-    loop->free_slot = loop->positions[slot];
+    loop->free_slot = loop->slots[slot].position;
     loop->slots_used++;
     return slot;
+}
+
+/* Makes the slot's handles stale. Generation 0 is skipped. */
+static void bump_generation(tk__slot *entry) {
+    if (++entry->generation == 0) entry->generation = 1;
 }
 
 /* Frees `slot`, bumping its generation: once for each use of the slot. A
  * cancelled timer's generation was bumped when it was cancelled. */
 static void release_slot(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = &loop->timers[slot];
-    if (timer->state != TK__TIMER_CANCELLED && ++timer->generation == 0) timer->generation = 1;
+    tk__slot *entry = &loop->slots[slot];
+    tk__timer *timer = timer_at(loop, slot);
+    if (timer->state != TK__TIMER_CANCELLED) bump_generation(entry);
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
     timer->context = NULL;
-    loop->positions[slot] = loop->free_slot;
+    entry->record = &free_record;
+    entry->position = loop->free_slot;
     loop->free_slot = slot;
     loop->slots_used--;
 }
@@ -148,9 +170,9 @@ static void release_slot(tk_loop *loop, uint32_t slot) {
  * stale at once and the last callback to return frees the slot (see
  * finish_callback); returns 0. */
 static int let_go(tk_loop *loop, uint32_t slot, void **context) {
-    tk__timer *timer = &loop->timers[slot];
+    tk__timer *timer = timer_at(loop, slot);
     if (timer->callbacks > 0) {
-        if (++timer->generation == 0) timer->generation = 1;
+        bump_generation(&loop->slots[slot]);
         timer->state = TK__TIMER_CANCELLED;
         return 0;
     }
@@ -208,16 +230,16 @@ static int in_parked(const tk__timer *timer) {
 /* Takes a scheduled, parked, deferred or held timer out of its heap or the
  * parked list. */
 static void unplace(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = &loop->timers[slot];
-    uint32_t index = loop->positions[slot];
+    tk__timer *timer = timer_at(loop, slot);
+    uint32_t index = loop->slots[slot].position;
     if (timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD) {
-        tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
+        tk__heap_remove(&loop->heaps[timer->clock], loop->slots, index);
     } else if (in_parked(timer)) {
         tk__heap *parked = &loop->parked;
         tk__heap_entry last = parked->entries[--parked->count];
         if (index != parked->count) {
             parked->entries[index] = last;
-            loop->positions[last.slot] = index;
+            loop->slots[last.slot].position = index;
         }
     }
 }
@@ -225,18 +247,18 @@ static void unplace(tk_loop *loop, uint32_t slot) {
 /* Puts a timer into its clock's heap with a fresh sequence number. The heap
  * has room: reserved when the timer was counted in. */
 static void place(tk_loop *loop, uint32_t slot, int64_t deadline) {
-    tk__timer *timer = &loop->timers[slot];
+    tk__timer *timer = timer_at(loop, slot);
     tk__heap_entry entry = {.deadline = deadline, .seq = loop->next_seq++, .slot = slot};
-    tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+    tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
     timer->state = TK__TIMER_SCHEDULED;
     timer->placed_pass = loop->pass;
 }
 
 /* The deadline of a scheduled, parked or deferred timer. */
 static int64_t deadline_of(const tk_loop *loop, uint32_t slot) {
-    const tk__timer *timer = &loop->timers[slot];
+    const tk__timer *timer = timer_at(loop, slot);
     const tk__heap *heap = in_parked(timer) ? &loop->parked : &loop->heaps[timer->clock];
-    return heap->entries[loop->positions[slot]].deadline;
+    return heap->entries[loop->slots[slot].position].deadline;
 }
 
 /* ---- Specs ---------------------------------------------------------------- */
@@ -301,7 +323,7 @@ static void note_deadline(tk_loop *loop, const tk__timer *timer, int64_t deadlin
 }
 
 static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spec) {
-    tk__timer *timer = &loop->timers[slot];
+    tk__timer *timer = timer_at(loop, slot);
     apply_spec(timer, spec);
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
@@ -311,7 +333,7 @@ static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spe
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */
 static void withdraw(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = &loop->timers[slot];
+    tk__timer *timer = timer_at(loop, slot);
     if (timer->state == TK__TIMER_FIRING) return;
     unplace(loop, slot);
     count_out(loop, timer);
@@ -328,7 +350,7 @@ static int make_room(tk_loop *loop, tk_clock clock) {
 
 void tk__timers_init(tk_loop *loop) {
     loop->timers = NULL;
-    loop->positions = NULL;
+    loop->slots = NULL;
     loop->timer_capacity = 0;
     loop->slots_used = 0;
     loop->free_slot = TK__NO_SLOT;
@@ -342,19 +364,24 @@ void tk__timers_init(tk_loop *loop) {
 
 void tk__timers_free(tk_loop *loop) {
     for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
-        const tk__timer *timer = &loop->timers[slot];
+        tk__timer *timer = timer_at(loop, slot);
         if (timer->state == TK__TIMER_FREE) continue;
-        if (timer->fn == tk__frame_ticker_fire) {
-            tk__frame_ticker_released(loop, loop->release_fn, timer->context, 1);
+        tk_timer_fn fn = timer->fn;
+        void *context = timer->context;
+        /* A record in the caller's memory is free for another schedule
+         * once the loop is gone, or once the handler has its context. */
+        timer->state = TK__TIMER_FREE;
+        if (fn == tk__frame_ticker_fire) {
+            tk__frame_ticker_released(loop, loop->release_fn, context, 1);
         } else if (loop->release_fn != NULL) {
-            loop->release_fn(loop, timer->context);
+            loop->release_fn(loop, context);
         }
     }
     tk__frame_tickers_free_stopped(loop, loop->release_fn);
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
     tk__heap_free(&loop->parked);
     free(loop->timers);
-    free(loop->positions);
+    free(loop->slots);
     tk__timers_init(loop);
 }
 
@@ -371,27 +398,49 @@ int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers) {
     return result;
 }
 
-int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
-                     void *context, tk_timer_id *id) {
+/* Schedules a new timer whose record is `record`, or, if NULL, the table's. */
+static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *spec,
+                        tk_timer_fn fn, void *context, tk_timer_id *id) {
     if (loop == NULL || fn == NULL || id == NULL) return -EINVAL;
     int result = check_spec(spec);
     if (result < 0) return result;
     pthread_mutex_lock(&loop->lock);
-    result = reserve_slot(loop, 0);
+    /* A record's state is written under the lock of the loop that holds it,
+     * which may be another: the caller must not reuse a record before that
+     * loop's release handler has it, which orders this read after those
+     * writes. */
+    result = record != NULL && record->state != TK__TIMER_FREE ? -EBUSY : 0;
+    if (result == 0) result = reserve_slot(loop, 0);
     if (result == 0) result = make_room(loop, spec->clock);
     if (result == 0) {
         uint32_t slot = take_slot(loop);
-        tk__timer *timer = &loop->timers[slot];
+        /* NULL: the table's record, which holds whatever it last held. */
+        loop->slots[slot].record = record;
+        tk__timer *timer = timer_at(loop, slot);
+        timer->callbacks = 0;
         timer->fn = fn;
         timer->context = context;
         schedule_slot(loop, slot, spec);
-        *id = make_id(loop, slot, timer->generation);
+        *id = make_id(loop, slot, loop->slots[slot].generation);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
 }
 
-int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
+int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
+                     void *context, tk_timer_id *id) {
+    return schedule_new(loop, NULL, spec, fn, context, id);
+}
+
+int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
+                            const tk_timer_spec *spec, tk_timer_fn fn, void *context,
+                            tk_timer_id *id) {
+    if (record == NULL) return -EINVAL;
+    return schedule_new(loop, (tk__timer *)(void *)record, spec, fn, context, id);
+}
+
+/* tk_loop_cancel, and with `taken`, tk_loop_cancel_take. */
+static int cancel(tk_loop *loop, tk_timer_id id, void **taken) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     uint32_t slot;
@@ -401,11 +450,28 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
         withdraw(loop, slot);
         tk_timer_fn fn = timer->fn;
         void *context;
-        if (let_go(loop, slot, &context)) release_context(loop, fn, context);
         result = 0;
+        if (let_go(loop, slot, &context)) {
+            /* A frame ticker's timer is the ticker's to take back. */
+            if (taken != NULL && fn != tk__frame_ticker_fire) {
+                *taken = context;
+                result = 1;
+            } else {
+                release_context(loop, fn, context);
+            }
+        }
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
+}
+
+int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
+    return cancel(loop, id, NULL);
+}
+
+int tk_loop_cancel_take(tk_loop *loop, tk_timer_id id, void **context) {
+    if (context == NULL) return -EINVAL;
+    return cancel(loop, id, context);
 }
 
 int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn) {
@@ -463,14 +529,14 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
  * returns, the slot is freed and the context released. Lock held (dropped
  * around the release handler). */
 static void finish_callback(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = &loop->timers[slot];
+    tk__timer *timer = timer_at(loop, slot);
     if (--timer->callbacks > 0) {
         /* Still firing: a one-shot that an outer callback revived fired again
          * in a nested run, and this, its latest callback, did not revive it.
          * It has fired for good: to the outer callbacks, its handle is stale,
          * as after a cancel. */
         if (timer->state == TK__TIMER_FIRING) {
-            if (++timer->generation == 0) timer->generation = 1;
+            bump_generation(&loop->slots[slot]);
             timer->state = TK__TIMER_CANCELLED;
         }
         return;
@@ -479,10 +545,10 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         /* It came due in a nested run while this callback ran: back into
          * its heap (which has room: it was counted in), to fire at the next
          * pass, not the current one. */
-        tk__heap_entry entry = loop->parked.entries[loop->positions[slot]];
+        tk__heap_entry entry = loop->parked.entries[loop->slots[slot].position];
         unplace(loop, slot);
         entry.seq = loop->next_seq++;
-        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+        tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
         timer->state = TK__TIMER_SCHEDULED;
         timer->placed_pass = loop->pass;
         /* The callback may have run under tk_loop_fire on another thread
@@ -537,15 +603,15 @@ static void unpark(tk_loop *loop, unsigned mode) {
     tk_mode_set remaining = 0;
     for (uint32_t index = 0; index < parked->count;) {
         tk__heap_entry entry = parked->entries[index];
-        tk__timer *timer = &loop->timers[entry.slot];
+        tk__timer *timer = timer_at(loop, entry.slot);
         if (timer->state != TK__TIMER_PARKED || !(timer->modes & bit)) {
             if (timer->state == TK__TIMER_PARKED) remaining |= timer->modes;
             index++;
             continue;
         }
         parked->entries[index] = parked->entries[--parked->count];
-        if (index < parked->count) loop->positions[parked->entries[index].slot] = index;
-        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
+        if (index < parked->count) loop->slots[parked->entries[index].slot].position = index;
+        tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
         timer->state = TK__TIMER_SCHEDULED;
     }
     loop->parked_modes = remaining;
@@ -560,11 +626,11 @@ static void release_held(tk_loop *loop) {
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         tk__heap *heap = &loop->heaps[clock];
         for (uint32_t index = heap->count; index < heap->count + heap->held; index++) {
-            tk__timer *timer = &loop->timers[heap->entries[index].slot];
+            tk__timer *timer = timer_at(loop, heap->entries[index].slot);
             timer->state = TK__TIMER_SCHEDULED;
             timer->placed_pass = loop->pass;
         }
-        tk__heap_release_held(heap, loop->positions);
+        tk__heap_release_held(heap, loop->slots);
     }
 }
 
@@ -574,7 +640,7 @@ int tk__timers_parked_in(tk_loop *loop, unsigned mode) {
     /* A superset (cancelling a parked timer leaves its modes): recompute. */
     tk_mode_set modes = 0;
     for (uint32_t index = 0; index < loop->parked.count; index++) {
-        const tk__timer *timer = &loop->timers[loop->parked.entries[index].slot];
+        const tk__timer *timer = timer_at(loop, loop->parked.entries[index].slot);
         if (timer->state == TK__TIMER_PARKED) modes |= timer->modes;
     }
     loop->parked_modes = modes;
@@ -593,11 +659,11 @@ static int park(tk_loop *loop, tk__heap *heap, uint8_t state) {
         return -ENOMEM;
     }
     tk__heap_entry entry = heap->entries[0];
-    tk__heap_remove(heap, loop->positions, 0);
-    tk__timer *timer = &loop->timers[entry.slot];
+    tk__heap_remove(heap, loop->slots, 0);
+    tk__timer *timer = timer_at(loop, entry.slot);
     uint32_t index = parked->count++;
     parked->entries[index] = entry;
-    loop->positions[entry.slot] = index;
+    loop->slots[entry.slot].position = index;
     if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes;
     timer->state = state;
     return 0;
@@ -640,9 +706,9 @@ static int next_due(tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint32_t p
         /* INT64_MAX stands for a deadline beyond the clock's range: never. */
         while ((top = tk__heap_top(heap)) != NULL && top->deadline <= now[clock] &&
                top->deadline != INT64_MAX) {
-            tk__timer *timer = &loop->timers[top->slot];
+            tk__timer *timer = timer_at(loop, top->slot);
             if ((int32_t)(timer->placed_pass - pass) < 0) break;
-            tk__heap_hold_top(heap, loop->positions);
+            tk__heap_hold_top(heap, loop->slots);
             timer->state = TK__TIMER_HELD;
         }
         if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
@@ -674,7 +740,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         tk__heap *heap = &loop->heaps[clock];
         tk__heap_entry entry = heap->entries[0];
         uint32_t slot = entry.slot;
-        tk__timer *timer = &loop->timers[slot];
+        tk__timer *timer = timer_at(loop, slot);
         /* A timer never fires while a callback of it runs (a nested run
          * called from it, or tk_loop_fire on another thread): it waits,
          * deferred, until that callback returns. Otherwise a due timer
@@ -691,11 +757,11 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         }
         tk_timer_fn fn = timer->fn;
         void *context = timer->context;
-        tk_timer_id id = make_id(loop, slot, timer->generation);
+        tk_timer_id id = make_id(loop, slot, loop->slots[slot].generation);
         uint64_t missed = 0;
         int one_shot = timer->interval == 0;
         if (one_shot) {
-            tk__heap_remove(heap, loop->positions, 0);
+            tk__heap_remove(heap, loop->slots, 0);
             count_out(loop, timer);
             timer->state = TK__TIMER_FIRING;
         } else {
@@ -706,7 +772,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
             int64_t live = loop->manual ? loop->manual_now[clock] : tk__clock_read((tk_clock)clock);
             if (live > fired_at) fired_at = live;
             int64_t next = next_on_grid(entry.deadline, timer->interval, fired_at, &missed);
-            tk__heap_update(heap, loop->positions, 0, next, loop->next_seq++);
+            tk__heap_update(heap, loop->slots, 0, next, loop->next_seq++);
             timer->placed_pass = loop->pass;
         }
         loop->stats.fired++;
@@ -771,7 +837,7 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
             }
             continue;
         }
-        const tk__timer *timer = &loop->timers[entry->slot];
+        const tk__timer *timer = timer_at(loop, entry->slot);
         if (timer->modes & bit) {
             int64_t leeway = timer->leeway;
             /* A precise timer whose callback runs (this is a nested run)

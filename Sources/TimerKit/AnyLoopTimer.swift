@@ -15,6 +15,16 @@ import Musl
 ///
 /// Thread safety: every method may be called from any thread.
 public class AnyLoopTimer: @unchecked Sendable {
+    /// The C core's record of this timer while a loop holds it
+    /// (`tk_loop_schedule_record`): the loop keeps the timer's state here,
+    /// in the object that invalidating reads anyway, rather than in its own
+    /// table, which at a million pending timers saves a cache miss a cancel.
+    /// Only the C core reads or writes it, through ``recordPointer``, under
+    /// the loop's lock. It is the first stored property, so it starts where
+    /// the object's stored properties do, which is where ``recordPointer``
+    /// finds it (`TimerRecordTests` checks that).
+    final var record = tk_timer_record()
+
     /// The C core's clock the timer is measured on.
     public let clockID: ClockID
 
@@ -36,15 +46,16 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// holds the ones in force once it is scheduled).
     struct State {
         /// The loop it is scheduled on, kept alive while it is.
+        // The fields go widest first, so that the object stays small.
         var loop: TimerLoop?
         var id: tk_timer_id = 0
-        var isValid = true
-        var modes: tk_mode_set = 0
         /// Before scheduling: the delay from being added, or the absolute fire date.
         var firstFire: Int64
-        var firstFireIsAbsolute: Bool
         var interval: Int64
         var tolerance: Int64
+        var modes: tk_mode_set = 0
+        var isValid = true
+        var firstFireIsAbsolute: Bool
         /// Fires on the dot, with no tolerance (`TK_TIMER_PRECISE`).
         var isPrecise = false
     }
@@ -61,8 +72,8 @@ public class AnyLoopTimer: @unchecked Sendable {
         var intervalNanoseconds: Int64 = 0
         if let interval { intervalNanoseconds = try Self.intervalNanoseconds(interval) }
         self.guarded = State(
-            firstFire: firstFire, firstFireIsAbsolute: absolute,
-            interval: intervalNanoseconds, tolerance: try Self.toleranceNanoseconds(tolerance))
+            firstFire: firstFire, interval: intervalNanoseconds,
+            tolerance: try Self.toleranceNanoseconds(tolerance), firstFireIsAbsolute: absolute)
     }
 
     /// Runs `body` with the state, holding the timer's lock. `body` must not
@@ -227,13 +238,14 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// the loop's thread is running the action at that moment, that call
     /// finishes.)
     ///
-    /// The corresponding C function is `tk_loop_cancel`.
+    /// The corresponding C function is `tk_loop_cancel_take` (which is
+    /// `tk_loop_cancel` handing the loop's reference back).
     ///
     /// - Complexity: O(log n) in the loop's pending timers.
     public func invalidate() {
-        // The C loop holds a reference to this timer and lets go of it (its
-        // release handler) once no callback can be given it any more. An
-        // action already past the validity check in `fired` may finish.
+        // The C loop holds a reference to this timer and lets go of it once
+        // no callback can be given it any more. An action already past the
+        // validity check in `fired` may finish.
         let (loop, id) = withState { state in
             let taken = (state.loop, state.id)
             state.isValid = false
@@ -241,9 +253,18 @@ public class AnyLoopTimer: @unchecked Sendable {
             return taken
         }
         guard let loop else { return }
-        // -ENOENT: a one-shot that fired meanwhile; nothing is left to cancel.
-        let result = tk_loop_cancel(loop.handle, id)
-        if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_cancel") }
+        // 1: the loop let go of the timer and handed back its reference
+        // (the context passed at schedule), which is released here rather
+        // than by the loop's release handler. 0: a callback of it runs, and
+        // the release handler gets the reference when it returns. -ENOENT: a
+        // one-shot that fired meanwhile; nothing is left to cancel.
+        var context: UnsafeMutableRawPointer?
+        let result = tk_loop_cancel_take(loop.handle, id, &context)
+        if result == 1, let context {
+            Unmanaged<AnyLoopTimer>.fromOpaque(context).release()
+        } else if result != -ENOENT {
+            SystemError.expectSuccess(result, "tk_loop_cancel_take")
+        }
     }
 
     // MARK: The C side
@@ -279,8 +300,8 @@ public class AnyLoopTimer: @unchecked Sendable {
             var id: tk_timer_id = 0
             // The loop's reference, released by the loop's release handler.
             let context = Unmanaged.passRetained(self)
-            let result = tk_loop_schedule(
-                loop.handle, &spec,
+            let result = tk_loop_schedule_record(
+                loop.handle, recordPointer, &spec,
                 { _, id, missed, context in
                     // The loop holds its reference until this returns.
                     Unmanaged<AnyLoopTimer>.fromOpaque(context!).takeUnretainedValue()
@@ -299,6 +320,14 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     /// Runs the action for one fire of the C timer `id`, unless the timer was
     /// invalidated since the C core picked it (from another thread).
+    /// Where ``record`` is. The object never moves, and the loop is done
+    /// with the record before it lets go of its reference to the object (the
+    /// context it hands to the release handler, or back to ``invalidate()``),
+    /// so the record outlives the loop's use of it.
+    var recordPointer: UnsafeMutablePointer<tk_timer_record> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: tk_timer_record.self)
+    }
+
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
         guard withState({ $0.isValid }) else { return }
         runAction(missed)

@@ -1,8 +1,9 @@
 /*
  * libFuzzer target: the input bytes are read as a sequence of operations on
- * a manual loop (schedule, cancel, reschedule, info, fire, set_manual_time,
- * advance, run with a deadline, stop, the clock-change handler, reserve,
- * stats, re-creating the loop),
+ * a manual loop (schedule, with the timer's record in the table or in memory
+ * of the caller's, cancel, with the context handed back or not, reschedule,
+ * info, fire, set_manual_time, advance, run with a deadline, stop, the
+ * clock-change handler, reserve, stats, re-creating the loop),
  * including actions taken from inside callbacks, bad arguments and stale or
  * forged handles. Every operation runs on the real loop and on the reference
  * scheduler (reference_scheduler.h); any difference in return values, the
@@ -128,6 +129,11 @@ typedef struct world {
     uint64_t max_handle; /* the reference's largest id; the loop's issued ones below */
     uint64_t *issued;    /* the loop: every handle issued (for forging unknown ones) */
     size_t nissued, capissued;
+    /* The loop: the records of timers scheduled with tk_loop_schedule_record,
+     * each allocated on its own, freed once tk_loop_destroy has returned (the
+     * loop has no release handler). */
+    tk_timer_record **records;
+    size_t nrecords, caprecords;
 } world;
 
 static world W_REF = {.name = "reference", .is_ref = 1};
@@ -203,7 +209,10 @@ static int w_destroy(world *w) {
         return rc;
     }
     int rc = tk_loop_destroy(w->loop);
+    if (rc != 0) fail("tk_loop_destroy: %d", rc);
     w->loop = NULL;
+    for (size_t i = 0; i < w->nrecords; i++) free(w->records[i]);
+    w->nrecords = 0;
     return rc;
 }
 
@@ -226,6 +235,7 @@ typedef struct action {
     uint64_t salt;
     tk_timer_spec spec;
     int nulls; /* schedule: 1 spec, 2 fn, 4 id; reschedule/info: 1 */
+    int variant; /* schedule: with a record of its own; cancel: tk_loop_cancel_take */
     tk_clock clock;
     unsigned mode;
     int64_t value;  /* run: the deadline, absolute */
@@ -280,8 +290,21 @@ static void run_action(world *w, const action *a, result *out) {
             if (out->rc == 0) out->new_rec = add_record(w, id);
         } else {
             tk_timer_id id = 0;
-            out->rc = tk_loop_schedule(w->loop, spec, (a->nulls & 2) ? NULL : impl_timer_fn,
-                                       context, (a->nulls & 4) ? NULL : &id);
+            tk_timer_fn fn = (a->nulls & 2) ? NULL : impl_timer_fn;
+            tk_timer_id *id_out = (a->nulls & 4) ? NULL : &id;
+            if (a->variant) {
+                tk_timer_record *record = calloc(1, sizeof *record);
+                if (record == NULL) abort();
+                grow((void **)&w->records, &w->caprecords, w->nrecords + 1, sizeof *w->records);
+                w->records[w->nrecords++] = record;
+                out->rc = tk_loop_schedule_record(w->loop, record, spec, fn, context, id_out);
+                static const tk_timer_record zero;
+                if (out->rc != 0 && memcmp(record, &zero, sizeof zero) != 0)
+                    fail("tk_loop_schedule_record failed with %" PRId64 " and wrote the record",
+                         out->rc);
+            } else {
+                out->rc = tk_loop_schedule(w->loop, spec, fn, context, id_out);
+            }
             if (out->rc == 0) {
                 if (id == 0 || issued_has(w, id))
                     fail("tk_loop_schedule gave handle %#" PRIx64 " (0 or issued before)", id);
@@ -294,7 +317,24 @@ static void run_action(world *w, const action *a, result *out) {
     }
     case A_CANCEL: {
         uint64_t id = resolve(w, a);
-        out->rc = w->is_ref ? ref_cancel(&w->ref, id) : tk_loop_cancel(w->loop, id);
+        if (w->is_ref) {
+            out->rc = ref_cancel(&w->ref, id);
+        } else if (a->variant) {
+            /* 1 (the context handed back: the loop has no release handler,
+             * so nothing else changes) and 0 (a callback of it runs) are
+             * tk_loop_cancel's 0. */
+            void *context = NULL;
+            out->rc = tk_loop_cancel_take(w->loop, id, &context);
+            if (out->rc == 1) {
+                if (a->tkind != T_REC || context != (void *)(uintptr_t)(a->rec + 1))
+                    fail("tk_loop_cancel_take handed back context %p for T%u", context, a->rec);
+                out->rc = 0;
+            } else if (context != NULL) {
+                fail("tk_loop_cancel_take returned %" PRId64 " and set the context", out->rc);
+            }
+        } else {
+            out->rc = tk_loop_cancel(w->loop, id);
+        }
         break;
     }
     case A_RESCHEDULE: {
@@ -500,8 +540,12 @@ static int read_action(action *a, int in_callback, uint32_t self) {
     case A_SCHEDULE:
         a->spec = read_spec();
         if (!in_callback && (k >> 4) == 15) a->nulls = 1 << (in_u8() % 3);
+        a->variant = (k >> 4) & 1;
         break;
     case A_CANCEL:
+        read_target(a, self);
+        a->variant = (k >> 4) & 1;
+        break;
     case A_FIRE:
         read_target(a, self);
         break;

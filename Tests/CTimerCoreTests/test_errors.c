@@ -400,6 +400,18 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_schedule(loop, &good, NULL, NULL, &out), -EINVAL);
     CHECK_EQ(tk_loop_schedule(loop, &good, count_fn, NULL, NULL), -EINVAL);
     CHECK_EQ(tk_loop_cancel(NULL, id), -EINVAL);
+    void *taken = &x;
+    CHECK_EQ(tk_loop_cancel_take(NULL, id, &taken), -EINVAL);
+    CHECK_EQ(tk_loop_cancel_take(loop, id, NULL), -EINVAL);
+    CHECK(taken == &x);
+    tk_timer_record record = TK_TIMER_RECORD_INIT;
+    CHECK_EQ(tk_loop_schedule_record(NULL, &record, &good, count_fn, NULL, &out), -EINVAL);
+    CHECK_EQ(tk_loop_schedule_record(loop, NULL, &good, count_fn, NULL, &out), -EINVAL);
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, NULL, count_fn, NULL, &out), -EINVAL);
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &good, NULL, NULL, &out), -EINVAL);
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &good, count_fn, NULL, NULL), -EINVAL);
+    static const tk_timer_record zero_record = TK_TIMER_RECORD_INIT;
+    CHECK(memcmp(&record, &zero_record, sizeof record) == 0);
     CHECK_EQ(tk_loop_reschedule(NULL, id, &good), -EINVAL);
     CHECK_EQ(tk_loop_reschedule(loop, id, NULL), -EINVAL);
     CHECK_EQ(tk_loop_timer_info(NULL, id, &info), -EINVAL);
@@ -431,6 +443,76 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_schedule(loop, &good, count_fn, NULL, NULL), -EINVAL);
     CHECK_EQ(tk_loop_schedule(loop, NULL, count_fn, NULL, &out), -EINVAL);
     CHECK_EQ(pending_of(loop), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* A record is the loop's while its timer lives: scheduling it again, on this
+ * loop or another, is -EBUSY and changes nothing; once the loop is done with
+ * it (its release handler has the context), it can be scheduled again. A
+ * failed call leaves the record as it was. */
+static int records_released;
+
+static void count_release(tk_loop *loop, void *ctx) {
+    (void)loop, (void)ctx;
+    records_released++;
+}
+
+static void test_record_busy(void) {
+    tk_loop *loop = new_manual(SEC), *other = new_manual(SEC);
+    CHECK_EQ(tk_loop_set_release_handler(loop, count_release), 0);
+    tk_timer_spec spec = mkspec(TK_CLOCK_MONOTONIC, MS, 0, 0, TK_MODES(0), 0);
+    tk_timer_record record = TK_TIMER_RECORD_INIT;
+    int fired = 0;
+    tk_timer_id id = TK_TIMER_NONE, again = TK_TIMER_NONE;
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &spec, count_fn, &fired, &id), 0);
+    CHECK(id != TK_TIMER_NONE);
+    tk_timer_record before = record;
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &spec, count_fn, &fired, &again), -EBUSY);
+    CHECK_EQ(tk_loop_schedule_record(other, &record, &spec, count_fn, &fired, &again), -EBUSY);
+    CHECK(again == TK_TIMER_NONE);
+    CHECK(memcmp(&record, &before, sizeof record) == 0);
+    CHECK_EQ(pending_of(loop), 1);
+    CHECK_EQ(pending_of(other), 0);
+
+    /* A bad spec, on a fresh record: refused, the record still zero. */
+    tk_timer_record fresh = TK_TIMER_RECORD_INIT;
+    static const tk_timer_record zero_record = TK_TIMER_RECORD_INIT;
+    tk_timer_spec bad = spec;
+    bad.leeway_ns = -1;
+    CHECK_EQ(tk_loop_schedule_record(loop, &fresh, &bad, count_fn, NULL, &again), -EINVAL);
+    CHECK(memcmp(&fresh, &zero_record, sizeof fresh) == 0);
+
+    /* Its handle works as any: info, then the fire. */
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+    CHECK_EQ(info.deadline_ns, SEC + MS);
+    CHECK_EQ(tk_loop_advance(loop, 0, MS), 1);
+    CHECK_EQ(fired, 1);
+    CHECK_EQ(records_released, 1);
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), -ENOENT);
+
+    /* Released: the record goes again, on either loop. */
+    CHECK_EQ(tk_loop_schedule_record(other, &record, &spec, count_fn, &fired, &again), 0);
+    CHECK(again != TK_TIMER_NONE);
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &spec, count_fn, &fired, &id), -EBUSY);
+    CHECK_EQ(tk_loop_advance(other, 0, MS), 1);
+    CHECK_EQ(fired, 2);
+    CHECK_EQ(tk_loop_destroy(other), 0);
+
+    /* Pending when its loop is destroyed: free once that returns, with no
+     * release handler as with one. */
+    other = new_manual(SEC);
+    CHECK_EQ(tk_loop_schedule_record(other, &record, &spec, count_fn, &fired, &again), 0);
+    CHECK_EQ(tk_loop_schedule_record(loop, &fresh, &spec, count_fn, &fired, &id), 0);
+    CHECK_EQ(tk_loop_destroy(other), 0); /* no release handler */
+    CHECK_EQ(records_released, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    CHECK_EQ(records_released, 2);
+    loop = new_manual(SEC);
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &spec, count_fn, &fired, &id), 0);
+    CHECK_EQ(tk_loop_schedule_record(loop, &fresh, &spec, count_fn, &fired, &again), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, MS), 2);
+    CHECK_EQ(fired, 4);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
@@ -1824,6 +1906,7 @@ static const test_case tests[] = {
     {"emfile", test_emfile, 300},
     {"null_arguments", test_null_arguments, 300},
     {"unknown_clock", test_unknown_clock, 300},
+    {"record_busy", test_record_busy, 60},
     {"boot_id", test_boot_id, 300},
     {"timer_slack", test_timer_slack, 300},
     {"failed_calls_keep_timers_manual", test_failed_calls_keep_timers_manual, 300},

@@ -149,10 +149,28 @@ static void nested_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *cont
     MAY_FAIL(tk_loop_run(loop, TK_MODES(2), now + 5000, 0));
 }
 
+/* The records of the scenario's timers that keep theirs in memory of the
+ * caller's (every other one): a failed schedule leaves its record zero. */
+static tk_timer_record g_records[TIMERS];
+
+/* Schedules timer `i` with its record in g_records; a failed call must
+ * leave the record zero, as it found it. */
+static int schedule_record(const tk_timer_spec *spec, int i, tk_timer_id *id) {
+    static const tk_timer_record zero;
+    int result = tk_loop_schedule_record(g_loop, &g_records[i], spec, timer_fn, &g_tags[i], id);
+    if (result != 0 && memcmp(&g_records[i], &zero, sizeof zero) != 0) {
+        g_record->bad++;
+        fprintf(stderr, "  timer %d: tk_loop_schedule_record failed (%d) and wrote its record\n",
+                i, result);
+    }
+    return result;
+}
+
 /* The scenario. Times are manual nanoseconds. */
 static void scenario(void) {
     g_loop = NULL;
     g_nested_done = 0;
+    memset(g_records, 0, sizeof g_records);
     MAY_FAIL(tk_loop_create_manual(&g_loop, 1000));
     if (g_loop == NULL) return;
     MAY_FAIL(tk_loop_set_release_handler(g_loop, on_release));
@@ -169,7 +187,11 @@ static void scenario(void) {
             .modes = i % 7 == 0 ? TK_MODES(1) : i % 7 == 1 ? TK_MODES(0) | TK_MODES(1) : 0,
         };
         ids[i] = TK_TIMER_NONE;
-        MAY_FAIL(tk_loop_schedule(g_loop, &spec, timer_fn, &g_tags[i], &ids[i]));
+        if (i % 2) {
+            MAY_FAIL(schedule_record(&spec, i, &ids[i]));
+        } else {
+            MAY_FAIL(tk_loop_schedule(g_loop, &spec, timer_fn, &g_tags[i], &ids[i]));
+        }
     }
     step();
     /* Reschedule and cancel some. */

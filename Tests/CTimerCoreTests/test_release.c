@@ -33,9 +33,11 @@ typedef struct tracked {
     int action;                     /* what the callback does, see below */
     atomic_int gate;                /* SLOW: the callback waits until this is 1 */
     tk_timer_id self;
+    int take_result;                /* TAKE_SELF: what tk_loop_cancel_take returned */
+    void *taken;                    /* ... and the context it handed back */
 } tracked;
 
-enum { DO_NOTHING, CANCEL_SELF, RESCHEDULE_SELF, SLOW };
+enum { DO_NOTHING, CANCEL_SELF, RESCHEDULE_SELF, SLOW, TAKE_SELF };
 
 static void on_release(tk_loop *loop, void *context) {
     (void)loop;
@@ -66,6 +68,9 @@ static void on_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *contex
         tk_loop_reschedule(loop, id, &again);
         break;
     }
+    case TAKE_SELF:
+        t->take_result = tk_loop_cancel_take(loop, id, &t->taken);
+        break;
     case SLOW:
         /* Held until the test has cancelled it (10 s at most). */
         for (int waited = 0; atomic_load(&t->gate) == 0 && waited < 10000; waited++) sleep_ms(1);
@@ -133,6 +138,155 @@ static void test_each_way_to_end(void) {
         CHECK(atomic_load(&all[i]->callback_after_release) == 0);
         CHECK(atomic_load(&all[i]->release_while_running) == 0);
     }
+}
+
+/* The same with every timer's record in memory of the test's: each record
+ * is poisoned (under AddressSanitizer; scribbled over otherwise) as soon as
+ * the release handler has its context, so a loop that read or wrote a
+ * record it is done with would be caught. A record the loop is done with
+ * can be scheduled again. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TK_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TK_TEST_ASAN 1
+#endif
+#endif
+#ifdef TK_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) memset(p, 0xA5, n)
+#define UNPOISON(p, n) memset(p, 0, n)
+#endif
+
+typedef struct recorded {
+    tracked t; /* first: the context is the recorded, read as a tracked */
+    tk_timer_record record;
+} recorded;
+
+static void on_release_record(tk_loop *loop, void *context) {
+    on_release(loop, context);
+    recorded *r = context;
+    POISON(&r->record, sizeof r->record);
+}
+
+static void schedule_recorded(tk_loop *loop, tk_timer_spec spec, recorded *r) {
+    UNPOISON(&r->record, sizeof r->record);
+    memset(&r->record, 0, sizeof r->record);
+    if (tk_loop_schedule_record(loop, &r->record, &spec, on_fire, r, &r->t.self) != 0) abort();
+}
+
+static void test_records_each_way_to_end(void) {
+    tk_loop *loop = NULL;
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    if (tk_loop_set_release_handler(loop, on_release_record) != 0) abort();
+    recorded cancelled = {0}, fired = {0}, self_cancelled = {.t.action = CANCEL_SELF},
+             revived = {.t.action = RESCHEDULE_SELF}, pending = {0}, by_hand = {0},
+             repeating = {0}, taken = {0};
+    tk_timer_spec spec = one_shot(100);
+    schedule_recorded(loop, spec, &cancelled);
+    schedule_recorded(loop, spec, &fired);
+    schedule_recorded(loop, spec, &self_cancelled);
+    schedule_recorded(loop, spec, &revived);
+    schedule_recorded(loop, spec, &by_hand);
+    schedule_recorded(loop, spec, &taken);
+    schedule_recorded(loop, one_shot(1000000), &pending);
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 50, .interval_ns = 50,
+                           .modes = TK_MODES(0)};
+    schedule_recorded(loop, every, &repeating);
+
+    CHECK(tk_loop_cancel(loop, cancelled.t.self) == 0);
+    CHECK(atomic_load(&cancelled.t.releases) == 1);
+    CHECK(tk_loop_cancel(loop, cancelled.t.self) == -ENOENT);
+
+    /* Handed back rather than released: the record is free at once. */
+    void *context = NULL;
+    CHECK(tk_loop_cancel_take(loop, taken.t.self, &context) == 1);
+    CHECK(context == &taken);
+    CHECK(atomic_load(&taken.t.releases) == 0);
+    CHECK(tk_loop_cancel(loop, taken.t.self) == -ENOENT);
+    tk_timer_id stale = taken.t.self;
+    schedule_recorded(loop, one_shot(10), &taken);
+    CHECK(taken.t.self != stale);
+
+    CHECK(tk_loop_fire(loop, by_hand.t.self) == 0);
+    CHECK(atomic_load(&by_hand.t.callbacks) == 1 && atomic_load(&by_hand.t.releases) == 1);
+
+    tk_loop_advance(loop, 0, 100);
+    CHECK(atomic_load(&fired.t.callbacks) == 1 && atomic_load(&fired.t.releases) == 1);
+    CHECK(atomic_load(&self_cancelled.t.callbacks) == 1);
+    CHECK(atomic_load(&self_cancelled.t.releases) == 1);
+    CHECK(atomic_load(&revived.t.callbacks) == 1 && atomic_load(&revived.t.releases) == 0);
+    CHECK(atomic_load(&taken.t.callbacks) == 1 && atomic_load(&taken.t.releases) == 1);
+    CHECK(atomic_load(&repeating.t.releases) == 0);
+
+    /* A released record, scheduled again, fires as new. */
+    schedule_recorded(loop, one_shot(10), &fired);
+    tk_loop_advance(loop, 0, 100);
+    CHECK(atomic_load(&revived.t.callbacks) == 2 && atomic_load(&revived.t.releases) == 1);
+    CHECK(atomic_load(&fired.t.callbacks) == 2 && atomic_load(&fired.t.releases) == 2);
+    CHECK(atomic_load(&repeating.t.callbacks) >= 2 && atomic_load(&repeating.t.releases) == 0);
+
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&pending.t.releases) == 1 && atomic_load(&pending.t.callbacks) == 0);
+    CHECK(atomic_load(&repeating.t.releases) == 1);
+
+    recorded *all[] = {&cancelled, &self_cancelled, &revived, &pending, &by_hand, &repeating,
+                       &taken};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        CHECK(atomic_load(&all[i]->t.releases) == 1);
+        CHECK(atomic_load(&all[i]->t.callback_after_release) == 0);
+        CHECK(atomic_load(&all[i]->t.release_while_running) == 0);
+    }
+    recorded *used[] = {&cancelled, &fired, &self_cancelled, &revived, &pending, &by_hand,
+                        &repeating, &taken};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+        UNPOISON(&used[i]->record, sizeof used[i]->record);
+    }
+}
+
+/* tk_loop_cancel_take hands the context back when the loop lets go of the
+ * timer at once, and only then: from the timer's own callback (the loop's
+ * pass, or tk_loop_fire), the context goes to the release handler when the
+ * callback returns, as after tk_loop_cancel. */
+static void test_cancel_take(void) {
+    tk_loop *loop = manual_loop();
+    tracked pending = {0}, repeating = {.action = TAKE_SELF}, one = {.action = TAKE_SELF},
+            by_hand = {.action = TAKE_SELF};
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 50, .interval_ns = 50,
+                           .modes = TK_MODES(0)};
+    tk_timer_spec spec = one_shot(100);
+    CHECK(tk_loop_schedule(loop, &spec, on_fire, &pending, &pending.self) == 0);
+    CHECK(tk_loop_schedule(loop, &every, on_fire, &repeating, &repeating.self) == 0);
+    CHECK(tk_loop_schedule(loop, &spec, on_fire, &one, &one.self) == 0);
+    CHECK(tk_loop_schedule(loop, &every, on_fire, &by_hand, &by_hand.self) == 0);
+
+    void *context = NULL;
+    CHECK(tk_loop_cancel_take(loop, pending.self, &context) == 1);
+    CHECK(context == &pending);
+    CHECK(atomic_load(&pending.releases) == 0);
+    context = NULL;
+    CHECK(tk_loop_cancel_take(loop, pending.self, &context) == -ENOENT);
+    CHECK(context == NULL);
+
+    CHECK(tk_loop_fire(loop, by_hand.self) == 0);
+    CHECK(by_hand.take_result == 0 && by_hand.taken == NULL);
+    CHECK(atomic_load(&by_hand.releases) == 1);
+
+    CHECK(tk_loop_advance(loop, 0, 100) >= 2);
+    CHECK(repeating.take_result == 0 && repeating.taken == NULL);
+    CHECK(atomic_load(&repeating.callbacks) == 1 && atomic_load(&repeating.releases) == 1);
+    CHECK(one.take_result == 0 && one.taken == NULL);
+    CHECK(atomic_load(&one.callbacks) == 1 && atomic_load(&one.releases) == 1);
+    CHECK(tk_loop_destroy(loop) == 0);
+    tracked *all[] = {&repeating, &one, &by_hand};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        CHECK(atomic_load(&all[i]->releases) == 1);
+        CHECK(atomic_load(&all[i]->release_while_running) == 0);
+    }
+    CHECK(atomic_load(&pending.releases) == 0);
 }
 
 struct runner {
@@ -355,6 +509,8 @@ static void test_refire_in_nested_run(void) {
 
 static const test_case tests[] = {
     {"each_way_to_end", test_each_way_to_end, 60},
+    {"records_each_way_to_end", test_records_each_way_to_end, 60},
+    {"cancel_take", test_cancel_take, 60},
     {"cancel_during_callback", test_cancel_during_callback, 60},
     {"destroy_from_release_handler", test_destroy_from_release_handler, 60},
     {"nested_run_parks_safely", test_nested_run_parks_safely, 60},

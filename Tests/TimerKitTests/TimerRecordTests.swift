@@ -1,0 +1,88 @@
+import CTimerCore
+import Testing
+
+@testable import TimerKit
+
+// A LoopTimer keeps the C core's record of its timer inside itself
+// (tk_loop_schedule_record), and invalidating it takes the loop's reference
+// back (tk_loop_cancel_take). These check where the record is, and that the
+// loop lets go of a timer, by either way, exactly when it should.
+
+@Suite("LoopTimer's record")
+struct TimerRecordTests {
+    @Test("the record the core writes is the timer's own stored property")
+    func recordIsTheStoredProperty() throws {
+        let loop = try TimerLoop.manual()
+        let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { _, _ in }
+        let property = withUnsafeMutablePointer(to: &timer.record) { UnsafeRawPointer($0) }
+        #expect(property == UnsafeRawPointer(timer.recordPointer))
+        // Written by the core through recordPointer, seen through the property.
+        let written = withUnsafeBytes(of: timer.record) { $0.contains { $0 != 0 } }
+        #expect(written)
+        // And the rest of the timer is intact.
+        #expect(timer.isValid)
+        #expect(timer.repeats)
+        #expect(timer.interval == .seconds(1))
+        #expect(timer.fireDate?.offset == .seconds(1))
+        timer.invalidate()
+    }
+
+    @Test("an invalidated timer is let go of at once, on a manual and on a real loop")
+    func invalidateLetsGo() throws {
+        for loop in [try TimerLoop.manual(), try TimerLoop()] {
+            weak var weakTimer: LoopTimer<MonotonicClock>?
+            do {
+                let timer = try loop.schedule(after: .seconds(100)) { _, _ in }
+                weakTimer = timer
+            }
+            // Only the loop holds it now.
+            #expect(weakTimer != nil)
+            weakTimer?.invalidate()
+            #expect(weakTimer == nil, "the loop still holds an invalidated timer")
+            #expect(loop.statistics.pending == 0)
+        }
+    }
+
+    @Test("a timer that invalidates itself from its action is let go of when the action returns")
+    func invalidateFromItsOwnAction() throws {
+        let loop = try TimerLoop.manual()
+        weak var weakTimer: LoopTimer<MonotonicClock>?
+        let calls = Locked(0)
+        let heldDuringAction = Locked(false)
+        do {
+            let timer = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) {
+                timer, _ in
+                calls.withLock { $0 += 1 }
+                timer.invalidate()
+                // The loop's reference is released only when this returns.
+                heldDuringAction.withLock { $0 = true }
+            }
+            weakTimer = timer
+        }
+        try loop.advance(by: .seconds(1))
+        #expect(calls.value == 1)
+        #expect(heldDuringAction.value)
+        #expect(weakTimer == nil, "the loop still holds a timer invalidated from its action")
+        try loop.advance(by: .seconds(5))
+        #expect(calls.value == 1)
+    }
+
+    @Test("timers keep working when many are scheduled and invalidated")
+    func manyTimers() throws {
+        let loop = try TimerLoop.manual()
+        let fired = Locked(0)
+        var timers: [LoopTimer<MonotonicClock>] = []
+        for i in 0..<10_000 {
+            timers.append(
+                try loop.schedule(after: .milliseconds(1 + i % 1000)) { _, _ in
+                    fired.withLock { $0 += 1 }
+                })
+        }
+        for i in stride(from: 0, to: timers.count, by: 2) { timers[i].invalidate() }
+        #expect(loop.statistics.pending == 5_000)
+        try loop.advance(by: .seconds(1))
+        #expect(fired.value == 5_000)
+        #expect(timers.enumerated().allSatisfy { !$0.element.isValid })
+        #expect(loop.statistics.pending == 0)
+    }
+}
