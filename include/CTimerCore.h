@@ -27,7 +27,7 @@
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
  *       6  Added: tk_timer_record, TK_TIMER_RECORD_INIT,
- *          tk_loop_schedule_record.
+ *          tk_loop_schedule_record, tk_loop_cancel_take.
  *       5  A manual loop's tk_loop_run with a deadline ends with a pass at
  *          its deadline, as a real run woken by its deadline does (it ended
  *          as tk_loop_advance does, without that pass, so a timer whose
@@ -539,7 +539,8 @@ int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
  * Sets (or with NULL, clears) the function the loop calls, exactly once per
  * timer, when it will never again pass that timer's context to a callback:
  * when the timer is cancelled (or, if one of its callbacks is running at that
- * moment on another thread, when that callback returns), when a one-shot
+ * moment on another thread, when that callback returns), unless
+ * tk_loop_cancel_take handed the context back instead, when a one-shot
  * timer's callback returns without rescheduling it, and for every pending
  * timer when the loop is destroyed. It runs with no loop lock held, on the
  * thread that caused it; it may call the loop (tk_loop_destroy from it
@@ -644,8 +645,9 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
 
 /**
  * Room, in the caller's memory, for the loop's record of one timer (see
- * tk_loop_schedule_record). Its contents are the loop's: zero it before its
- * first use (TK_TIMER_RECORD_INIT, or memset), and never write it after.
+ * tk_loop_schedule_record), aligned as its type is. Its contents are the
+ * loop's: zero it before its first use (TK_TIMER_RECORD_INIT, or memset),
+ * and never write it after.
  */
 typedef struct tk_timer_record {
     uint64_t opaque_[6];
@@ -657,8 +659,9 @@ typedef struct tk_timer_record {
 /**
  * As tk_loop_schedule, with the timer's record kept in `*record` instead of
  * the loop's table. The timer is the same in every other way: its handle
- * works with every call that takes one, and the table still gives it a
- * slot, of 16 bytes.
+ * works with every call that takes one. The table still gives it a slot
+ * (the heap position, the generation and a pointer to the record); the
+ * table's own record for that slot goes unused and unwritten.
  *
  * It is for a caller that keeps an object per timer anyway, such as a
  * language binding: with the record inside that object, cancelling reads
@@ -668,15 +671,24 @@ typedef struct tk_timer_record {
  *
  * The record is the loop's from a successful call until the loop is done
  * with the timer, and must stay where it is, unread and unwritten, until
- * then. The loop is done with it when it hands `context` to its release
- * handler (see tk_loop_set_release_handler), or, if the loop has no release
- * handler at that moment, once tk_loop_destroy returns. The record may then
- * be scheduled again, or freed.
+ * then. The loop is done with it:
+ *   - when tk_loop_cancel_take hands `context` back (it returns 1);
+ *   - otherwise, when it hands `context` to its release handler (see
+ *     tk_loop_set_release_handler);
+ *   - if the loop has no release handler at that moment, once
+ *     tk_loop_destroy returns.
+ * The record may then be scheduled again, on any loop, or freed.
  *
- * Returns what tk_loop_schedule returns, or -EINVAL for a NULL record, and
- * -EBUSY for a record whose timer has not ended (scheduled, on this loop or
- * another, and neither cancelled nor fired for good), or that was not zeroed
- * before its first use. On error the record is unchanged.
+ * Returns what tk_loop_schedule returns, -EINVAL for a NULL or misaligned
+ * record, and -EBUSY for a record the loop sees in use: one whose timer the
+ * loop is not done with yet. That is a check for a mistake, not a way to
+ * share a record: it is reliable only when this call comes after the calls
+ * that last used the record (on the same thread, or ordered by the caller).
+ * Two threads that schedule one record at once, or a record in use on a loop
+ * another thread runs, are a data race the loop cannot see. The loop tells
+ * a free record by one of its fields, so a record not zeroed before its
+ * first use may be taken for one in use, or for a free one. On error the
+ * record is unchanged.
  */
 int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
                             const tk_timer_spec *spec, tk_timer_fn fn, void *context,
@@ -699,10 +711,12 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
  * As tk_loop_cancel, but when the loop lets go of the timer at once (no
  * callback of it is running), it hands the timer's context back in
  * `*context` and returns 1, instead of calling the release handler with it:
- * the caller releases it. Returns 0 when a callback of the timer is running
- * (the release handler gets the context when the last one returns, as after
+ * the caller releases it, and a record the timer had (tk_loop_schedule_record)
+ * is free again. Returns 0 when a callback of the timer is running (the
+ * release handler gets the context when the last one returns, as after
  * tk_loop_cancel), and the errors of tk_loop_cancel, or -EINVAL for a NULL
- * `context`. A frame ticker's timer is never handed back.
+ * `context`; `*context` is then left alone. A frame ticker's timer is never
+ * handed back: its cancel returns 0.
  */
 int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
 

@@ -49,7 +49,7 @@ enum tk__timer_state {
  * key the heap compares; slots[slot] says where that entry is, and holds the
  * slot's generation (see heap.h).
  */
-typedef struct tk__timer {
+typedef struct __attribute__((__may_alias__)) tk__timer {
     tk_timer_fn fn;
     void *context;
     int64_t interval;
@@ -62,6 +62,10 @@ typedef struct tk__timer {
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
+/* A record in the caller's memory (tk_timer_record) is one of the caller's
+ * objects, read and written here as a tk__timer: hence may_alias above. A
+ * zeroed one is free. */
+_Static_assert(TK__TIMER_FREE == 0, "a zeroed record is free");
 _Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
                    _Alignof(tk__timer) <= _Alignof(tk_timer_record),
                "a tk_timer_record holds a timer record");

@@ -407,8 +407,8 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
     pthread_mutex_lock(&loop->lock);
     /* A record's state is written under the lock of the loop that holds it,
      * which may be another: the caller must not reuse a record before that
-     * loop's release handler has it, which orders this read after those
-     * writes. */
+     * loop is done with it (and tells the caller so), which orders this
+     * read after those writes. Without that order, the check may miss. */
     result = record != NULL && record->state != TK__TIMER_FREE ? -EBUSY : 0;
     if (result == 0) result = reserve_slot(loop, 0);
     if (result == 0) result = make_room(loop, spec->clock);
@@ -435,7 +435,7 @@ int tk_loop_schedule(tk_loop *loop, const tk_timer_spec *spec, tk_timer_fn fn,
 int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
                             const tk_timer_spec *spec, tk_timer_fn fn, void *context,
                             tk_timer_id *id) {
-    if (record == NULL) return -EINVAL;
+    if (record == NULL || (uintptr_t)record % _Alignof(tk_timer_record) != 0) return -EINVAL;
     return schedule_new(loop, (tk__timer *)(void *)record, spec, fn, context, id);
 }
 

@@ -298,7 +298,12 @@ public class AnyLoopTimer: @unchecked Sendable {
             }
             var spec = state.spec(clock: clockID, modes: modes)
             var id: tk_timer_id = 0
-            // The loop's reference, released by the loop's release handler.
+            assert(
+                withUnsafeMutablePointer(to: &record) { $0 } == recordPointer,
+                "the record is not the first stored property")
+            // The loop's reference, released by the loop's release handler,
+            // or handed back to invalidate(). It keeps the record alive for
+            // as long as the loop may use it.
             let context = Unmanaged.passRetained(self)
             let result = tk_loop_schedule_record(
                 loop.handle, recordPointer, &spec,
@@ -310,7 +315,7 @@ public class AnyLoopTimer: @unchecked Sendable {
                 context.toOpaque(), &id)
             if result < 0 {
                 context.release()
-                _ = try TimerError.check(result, "tk_loop_schedule")
+                _ = try TimerError.check(result, "tk_loop_schedule_record")
             }
             state.loop = loop
             state.id = id
@@ -318,8 +323,6 @@ public class AnyLoopTimer: @unchecked Sendable {
         }
     }
 
-    /// Runs the action for one fire of the C timer `id`, unless the timer was
-    /// invalidated since the C core picked it (from another thread).
     /// Where ``record`` is. The object never moves, and the loop is done
     /// with the record before it lets go of its reference to the object (the
     /// context it hands to the release handler, or back to ``invalidate()``),
@@ -328,6 +331,8 @@ public class AnyLoopTimer: @unchecked Sendable {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: tk_timer_record.self)
     }
 
+    /// Runs the action for one fire of the C timer `id`, unless the timer was
+    /// invalidated since the C core picked it (from another thread).
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
         guard withState({ $0.isValid }) else { return }
         runAction(missed)

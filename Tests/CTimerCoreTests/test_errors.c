@@ -412,6 +412,11 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_schedule_record(loop, &record, &good, count_fn, NULL, NULL), -EINVAL);
     static const tk_timer_record zero_record = TK_TIMER_RECORD_INIT;
     CHECK(memcmp(&record, &zero_record, sizeof record) == 0);
+    /* A record that is not aligned as its type is. */
+    _Alignas(tk_timer_record) unsigned char raw[sizeof(tk_timer_record) + 8] = {0};
+    CHECK_EQ(tk_loop_schedule_record(loop, (tk_timer_record *)(void *)(raw + 4), &good, count_fn,
+                                     NULL, &out),
+             -EINVAL);
     CHECK_EQ(tk_loop_reschedule(NULL, id, &good), -EINVAL);
     CHECK_EQ(tk_loop_reschedule(loop, id, NULL), -EINVAL);
     CHECK_EQ(tk_loop_timer_info(NULL, id, &info), -EINVAL);

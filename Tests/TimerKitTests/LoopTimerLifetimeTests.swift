@@ -1,0 +1,242 @@
+import CTimerCore
+import Glibc
+import Testing
+
+@testable import TimerKit
+
+// LoopTimers keep the C core's record of their timer inside themselves
+// (tk_loop_schedule_record), and invalidating one takes the loop's reference
+// back (tk_loop_cancel_take) unless its action runs. These tests race every
+// way a timer ends against the others on running loops, and check that every
+// timer is freed exactly once and nothing stays pending: the memory the loop
+// writes is the timer object's own, so a reference released once too often
+// or too early is a use after free (CI runs them under ThreadSanitizer).
+
+private let deinits = Locked(0)
+private let created = Locked(0)
+
+/// Counts its deinit: captured by each timer's action, so that its deinit
+/// shows the timer was freed.
+private final class Token: @unchecked Sendable {
+    init() { created.withLock { $0 += 1 } }
+    deinit { deinits.withLock { $0 += 1 } }
+}
+
+@Suite("LoopTimer lifetimes across threads", .serialized)
+struct LoopTimerLifetimeTests {
+    @Test("many threads schedule and invalidate one-shot and repeating timers on a running loop")
+    func scheduleInvalidateStorm() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let fires = Locked(0)
+        let before = (created.value, deinits.value)
+        runThreads(6) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) &* 7919 &+ 1)
+            var live: [AnyLoopTimer] = []
+            var all: [AnyLoopTimer] = []
+            for i in 0..<3000 {
+                let token = Token()
+                let repeating = rng.chance(40)
+                let delay = Duration.nanoseconds(rng.within(0...200_000))
+                let selfInvalidate = rng.chance(30)
+                let timer = try! loop.schedule(
+                    after: delay, repeating: repeating ? .nanoseconds(rng.within(1...50_000)) : nil
+                ) { timer, _ in
+                    _ = token
+                    fires.withLock { $0 += 1 }
+                    if selfInvalidate { timer.invalidate() }
+                }
+                switch rng.below(6) {
+                case 0: timer.invalidate()
+                case 1: live.append(timer)
+                case 2: timer.fire()
+                case 3: try? timer.setFireDate(loop.now(.monotonic) + .nanoseconds(rng.within(0...100_000)))
+                case 4: try? timer.setTolerance(.nanoseconds(rng.within(0...10_000)))
+                default: if repeating { try? timer.setInterval(.nanoseconds(rng.within(1...20_000))) }
+                }
+                if !live.isEmpty && rng.chance(50) {
+                    let k = rng.below(live.count)
+                    live[k].invalidate()
+                    live.remove(at: k)
+                }
+                if i % 500 == 0 { sleepThread(.microseconds(200)) }
+                if repeating { all.append(timer) }
+            }
+            for t in live { t.invalidate() }
+            for t in all { t.invalidate() }
+        }
+        // Outstanding repeating timers that were neither invalidated nor
+        // self-invalidating are left: invalidate by draining: wait for the
+        // rest (one-shots fire, repeaters kept in `live` were invalidated).
+        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        #expect(fires.value > 0)
+    }
+
+    @Test("repeating timers with a tiny interval invalidated from another thread as they fire")
+    func invalidateWhileFiring() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let before = (created.value, deinits.value)
+        runThreads(4) { thread in
+            for _ in 0..<4000 {
+                let token = Token()
+                let started = Locked(false)
+                let timer = try! loop.schedule(after: .zero, repeating: .nanoseconds(1)) { _, _ in
+                    _ = token
+                    started.withLock { $0 = true }
+                }
+                // Spin briefly so that the cancel lands while the action runs, sometimes.
+                var spins = 0
+                while !started.value && spins < 2000 { spins += 1 }
+                timer.invalidate()
+            }
+        }
+        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+
+    @Test("one-shots fire on the loop thread as other threads invalidate them, and are freed")
+    func oneShotRace() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let before = (created.value, deinits.value)
+        runThreads(4) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) + 99)
+            for _ in 0..<5000 {
+                let token = Token()
+                let selfInv = rng.chance(30)
+                let timer = try! loop.schedule(after: .nanoseconds(rng.within(0...20_000))) { t, _ in
+                    _ = token
+                    if selfInv { t.invalidate() }
+                }
+                sleepThread(.nanoseconds(rng.within(0...20_000)))
+                timer.invalidate()
+                if rng.chance(20) { timer.fire() }
+            }
+        }
+        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+
+    @Test("fire() by hand from threads while the loop fires and others invalidate")
+    func fireByHandRace() throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let before = (created.value, deinits.value)
+        let shared = Locked<[AnyLoopTimer]>([])
+        runThreads(6) { thread in
+            var rng = SeededGenerator(seed: UInt64(thread) + 1234)
+            for _ in 0..<4000 {
+                switch thread % 3 {
+                case 0:
+                    let token = Token()
+                    let t = try! loop.schedule(
+                        after: .nanoseconds(rng.within(0...50_000)),
+                        repeating: rng.chance(50) ? .nanoseconds(rng.within(1...30_000)) : nil
+                    ) { t, _ in
+                        _ = token
+                        if Int.random(in: 0..<10) == 0 { t.invalidate() }
+                    }
+                    shared.withLock { $0.append(t) }
+                case 1:
+                    let t = shared.withLock { $0.randomElement() }
+                    t?.fire()
+                    if let t { try? loop.add(t, forMode: .common) }
+                    if let t { try? t.setTolerance(.nanoseconds(rng.within(0...1000))) }
+                default:
+                    let t = shared.withLock { list -> AnyLoopTimer? in
+                        list.isEmpty ? nil : list.remove(at: Int.random(in: 0..<list.count))
+                    }
+                    t?.invalidate()
+                }
+            }
+        }
+        for t in shared.withLock({ $0 }) { t.invalidate() }
+        shared.withLock { $0.removeAll() }
+        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+
+    @Test("loop deinit with invalidated-while-running and pending timers")
+    func loopDeinit() throws {
+        let before = (created.value, deinits.value)
+        for _ in 0..<200 {
+            let loop = try TimerLoop.manual()
+            var keep: [AnyLoopTimer] = []
+            for i in 0..<20 {
+                let token = Token()
+                let t = try loop.schedule(after: .milliseconds(Int64(i)), repeating: .milliseconds(3)) { t, _ in
+                    _ = token
+                    t.invalidate()
+                }
+                keep.append(t)
+            }
+            try loop.advance(by: .milliseconds(10))
+            for t in keep { t.invalidate() }
+        }
+        #expect(deinits.value - before.1 == created.value - before.0,
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+
+    @Test("self-invalidation races external invalidation; loops stopped and dropped with timers mid-callback")
+    func selfAndExternalInvalidate() throws {
+        let before = (created.value, deinits.value)
+        for round in 0..<30 {
+            let loop = try TimerLoop.startThread()
+            runThreads(3) { thread in
+                for i in 0..<300 {
+                    let token = Token()
+                    let slow = (i + thread + round) % 7 == 0
+                    let timer = try! loop.schedule(
+                        after: .nanoseconds(Int64((i * 37) % 5000)),
+                        repeating: i % 2 == 0 ? .nanoseconds(500) : nil
+                    ) { t, _ in
+                        _ = token
+                        if slow { sleepThread(.microseconds(50)) }
+                        t.invalidate()
+                        t.fire()
+                        try? t.setTolerance(.nanoseconds(10))
+                    }
+                    if i % 3 == 0 { timer.invalidate() }
+                    if i % 5 == 0 { timer.fire() }
+                    if i % 4 == 0 { try? timer.setFireDate(loop.now(.monotonic)) }
+                    if i % 6 == 0 { try? loop.add(timer, forMode: .common) }
+                    if i % 2 == 0 { timer.invalidate() }
+                }
+            }
+            // Some one-shots may still be pending: let them fire, then stop
+            // and drop the loop while callbacks may run.
+            _ = waitUntil(.seconds(5)) { loop.statistics.pending == 0 }
+            loop.stop()
+        }
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+
+    @Test("invalidated while its action sleeps, then the loop stopped and released")
+    func invalidateThenStopLoop() throws {
+        let before = (created.value, deinits.value)
+        for _ in 0..<50 {
+            let loop = try TimerLoop.startThread()
+            let inAction = Locked(false)
+            do {
+                let token = Token()
+                let timer = try loop.schedule(after: .zero, repeating: .microseconds(10)) { _, _ in
+                    _ = token
+                    inAction.withLock { $0 = true }
+                    sleepThread(.milliseconds(2))
+                }
+                _ = waitUntil { inAction.value }
+                timer.invalidate()
+            }
+            loop.stop()
+        }
+        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
+                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+    }
+}
