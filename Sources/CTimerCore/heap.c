@@ -53,22 +53,22 @@ int tk__heap_reserve(tk__heap *heap, uint32_t capacity) {
 }
 
 /* Moves `entry` up from the hole at `index` and stores it where it belongs. */
-static void sift_up(tk__heap *heap, tk__slot *slots, uint32_t index,
+static void sift_up(tk__heap *heap, uint32_t *positions, uint32_t index,
                     tk__heap_entry entry) {
     tk__heap_entry *entries = heap->entries;
     while (index > 0) {
         uint32_t parent = (index - 1) / TK__HEAP_ARITY;
         if (!tk__heap_entry_before(&entry, &entries[parent])) break;
         entries[index] = entries[parent];
-        slots[entries[index].slot].position = index;
+        positions[entries[index].slot] = index;
         index = parent;
     }
     entries[index] = entry;
-    slots[entry.slot].position = index;
+    positions[entry.slot] = index;
 }
 
 /* Moves `entry` down from the hole at `index` and stores it where it belongs. */
-static void sift_down(tk__heap *heap, tk__slot *slots, uint32_t index,
+static void sift_down(tk__heap *heap, uint32_t *positions, uint32_t index,
                       tk__heap_entry entry) {
     tk__heap_entry *entries = heap->entries;
     uint32_t count = heap->count;
@@ -82,81 +82,81 @@ static void sift_down(tk__heap *heap, tk__slot *slots, uint32_t index,
         }
         if (!tk__heap_entry_before(&entries[best], &entry)) break;
         entries[index] = entries[best];
-        slots[entries[index].slot].position = index;
+        positions[entries[index].slot] = index;
         index = best;
     }
     entries[index] = entry;
-    slots[entry.slot].position = index;
+    positions[entry.slot] = index;
 }
 
 /* Puts `entry` at `index`, moving it up or down as its key requires. */
-static void place(tk__heap *heap, tk__slot *slots, uint32_t index,
+static void place(tk__heap *heap, uint32_t *positions, uint32_t index,
                   tk__heap_entry entry) {
     if (index > 0 &&
         tk__heap_entry_before(&entry, &heap->entries[(index - 1) / TK__HEAP_ARITY])) {
-        sift_up(heap, slots, index, entry);
+        sift_up(heap, positions, index, entry);
     } else {
-        sift_down(heap, slots, index, entry);
+        sift_down(heap, positions, index, entry);
     }
 }
 
 /* Moves the entry at `from` to `to`, writing its new index back. */
-static void move_entry(tk__heap *heap, tk__slot *slots, uint32_t from, uint32_t to) {
+static void move_entry(tk__heap *heap, uint32_t *positions, uint32_t from, uint32_t to) {
     heap->entries[to] = heap->entries[from];
-    slots[heap->entries[to].slot].position = to;
+    positions[heap->entries[to].slot] = to;
 }
 
-void tk__heap_push(tk__heap *heap, tk__slot *slots, tk__heap_entry entry) {
+void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry) {
     uint32_t index = heap->count++;
     /* The first held entry makes way, to the end of the held ones. */
-    if (heap->held > 0) move_entry(heap, slots, index, index + heap->held);
-    sift_up(heap, slots, index, entry);
+    if (heap->held > 0) move_entry(heap, positions, index, index + heap->held);
+    sift_up(heap, positions, index, entry);
 }
 
-void tk__heap_remove(tk__heap *heap, tk__slot *slots, uint32_t index) {
+void tk__heap_remove(tk__heap *heap, uint32_t *positions, uint32_t index) {
     if (index >= heap->count) {
         /* A held entry: the last held one takes its place. */
         uint32_t last_held = heap->count + --heap->held;
-        if (index != last_held) move_entry(heap, slots, last_held, index);
+        if (index != last_held) move_entry(heap, positions, last_held, index);
         return;
     }
     uint32_t last = --heap->count;
-    if (index != last) place(heap, slots, index, heap->entries[last]);
+    if (index != last) place(heap, positions, index, heap->entries[last]);
     /* The last held entry fills the gap the heap left before the held ones. */
-    if (heap->held > 0) move_entry(heap, slots, last + heap->held, last);
+    if (heap->held > 0) move_entry(heap, positions, last + heap->held, last);
 }
 
-void tk__heap_hold_top(tk__heap *heap, tk__slot *slots) {
+void tk__heap_hold_top(tk__heap *heap, uint32_t *positions) {
     tk__heap_entry top = heap->entries[0];
     uint32_t last = --heap->count;
-    if (last > 0) place(heap, slots, 0, heap->entries[last]);
+    if (last > 0) place(heap, positions, 0, heap->entries[last]);
     /* entries[last] is free: the held ones start there now. */
     heap->entries[last] = top;
-    slots[top.slot].position = last;
+    positions[top.slot] = last;
     heap->held++;
 }
 
-void tk__heap_release_held(tk__heap *heap, tk__slot *slots) {
+void tk__heap_release_held(tk__heap *heap, uint32_t *positions) {
     /* Each push takes the first held entry, where the heap grows into. */
     for (; heap->held > 0; heap->held--) {
         uint32_t index = heap->count++;
-        sift_up(heap, slots, index, heap->entries[index]);
+        sift_up(heap, positions, index, heap->entries[index]);
     }
 }
 
-void tk__heap_update(tk__heap *heap, tk__slot *slots, uint32_t index,
+void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,
                      int64_t deadline, uint32_t seq) {
     tk__heap_entry entry = heap->entries[index];
     entry.deadline = deadline;
     entry.seq = seq;
-    place(heap, slots, index, entry);
+    place(heap, positions, index, entry);
 }
 
-void tk__heap_heapify(tk__heap *heap, tk__slot *slots) {
+void tk__heap_heapify(tk__heap *heap, uint32_t *positions) {
     uint32_t count = heap->count;
-    for (uint32_t i = 0; i < count; i++) slots[heap->entries[i].slot].position = i;
+    for (uint32_t i = 0; i < count; i++) positions[heap->entries[i].slot] = i;
     if (count < 2) return;
     for (uint32_t i = (count - 2) / TK__HEAP_ARITY + 1; i-- > 0;) {
-        sift_down(heap, slots, i, heap->entries[i]);
+        sift_down(heap, positions, i, heap->entries[i]);
     }
 }

@@ -3,8 +3,7 @@
  * entries. The deadline is cached in the entry, so sifting never touches the
  * timer records; `seq` breaks ties so that equal deadlines come out in the
  * order they went in. Every move writes the entry's index into
- * `slots[slot].position`, which is how a timer finds itself for an O(log n)
- * cancel.
+ * `positions[slot]`, which is how a timer finds itself for an O(log n) cancel.
  *
  * The heap never allocates on push: callers make room with tk__heap_reserve
  * first, so a failed allocation leaves the heap as it was.
@@ -20,22 +19,6 @@
 #include "internal.h"
 
 #include <stdint.h>
-
-/*
- * A slot of the loop's timer table (see timers.c): where its timer's entry
- * is, in a heap or the parked list (or, for a free slot, the next free
- * slot); the slot's generation, which its handles carry; and the timer's
- * record: one in the caller's memory (tk_loop_schedule_record), NULL for the
- * table's own, or, for a free slot, a record that says it is free. The heap writes `position` only. What a
- * cancel needs first is here, in 16 bytes, so that a cancel through a record
- * in the caller's memory reaches the heap without touching the table's
- * records.
- */
-typedef struct tk__slot {
-    struct tk__timer *record;
-    uint32_t position;
-    uint32_t generation;
-} tk__slot;
 
 typedef struct tk__heap_entry {
     int64_t deadline;
@@ -75,23 +58,23 @@ TK__INTERNAL void tk__heap_free(tk__heap *heap);
 TK__INTERNAL int tk__heap_reserve(tk__heap *heap, uint32_t capacity);
 
 /* Adds `entry`; requires count + held < capacity. */
-TK__INTERNAL void tk__heap_push(tk__heap *heap, tk__slot *slots, tk__heap_entry entry);
+TK__INTERNAL void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry);
 
 /* Removes the entry at `index`: one in heap order (< count) or a held one. */
-TK__INTERNAL void tk__heap_remove(tk__heap *heap, tk__slot *slots, uint32_t index);
+TK__INTERNAL void tk__heap_remove(tk__heap *heap, uint32_t *positions, uint32_t index);
 
 /* Holds the earliest entry; requires count > 0. */
-TK__INTERNAL void tk__heap_hold_top(tk__heap *heap, tk__slot *slots);
+TK__INTERNAL void tk__heap_hold_top(tk__heap *heap, uint32_t *positions);
 
 /* Puts every held entry back in heap order. */
-TK__INTERNAL void tk__heap_release_held(tk__heap *heap, tk__slot *slots);
+TK__INTERNAL void tk__heap_release_held(tk__heap *heap, uint32_t *positions);
 
 /* Replaces the entry at `index` (same slot) with a new deadline and seq. */
-TK__INTERNAL void tk__heap_update(tk__heap *heap, tk__slot *slots, uint32_t index,
+TK__INTERNAL void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,
                                   int64_t deadline, uint32_t seq);
 
 /* Restores heap order over the entries in it (after bulk edits), in O(n). */
-TK__INTERNAL void tk__heap_heapify(tk__heap *heap, tk__slot *slots);
+TK__INTERNAL void tk__heap_heapify(tk__heap *heap, uint32_t *positions);
 
 /* The earliest entry, or NULL when empty. */
 static inline const tk__heap_entry *tk__heap_top(const tk__heap *heap) {

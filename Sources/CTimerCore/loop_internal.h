@@ -46,8 +46,8 @@ enum tk__timer_state {
  * One timer's record: in the table (timers[slot]), or in the caller's memory
  * (a tk_timer_record, which slots[slot].record then points at). The deadline
  * is not here: it lives in the timer's heap (or parked) entry, next to the
- * key the heap compares; slots[slot] says where that entry is, and holds the
- * slot's generation (see heap.h).
+ * key the heap compares; positions[slot] says where that entry is (and, for
+ * a free slot, which slot is free next).
  */
 typedef struct __attribute__((__may_alias__)) tk__timer {
     tk_timer_fn fn;
@@ -70,6 +70,19 @@ _Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
                    _Alignof(tk__timer) <= _Alignof(tk_timer_record),
                "a tk_timer_record holds a timer record");
 
+/*
+ * What a slot holds besides its record and position: the generation its
+ * handles carry, and where its record is: in the caller's memory
+ * (tk_loop_schedule_record), NULL for the table's own, or, for a free slot,
+ * a record that says it is free (see timer_at in timers.c). A cancel through
+ * a record in the caller's memory reads this and the position, not the
+ * table's record.
+ */
+typedef struct tk__slot {
+    tk__timer *record;
+    uint32_t generation;
+} tk__slot;
+
 /* The leeway recorded for a precise timer: its wake-up comes the loop's
  * margin before its deadline instead of up to a leeway after it. */
 #define TK__PRECISE INT64_C(-1)
@@ -77,10 +90,11 @@ _Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
 struct tk_loop {
     pthread_mutex_t lock;
 
-    /* The timer table: records and slots, indexed by slot. A slot whose
-     * timer's record is in the caller's memory leaves timers[slot] as it
-     * was: a record is only written by the timers that use it. */
+    /* The timer table: records, positions and slots, indexed by slot. A slot
+     * whose timer's record is in the caller's memory leaves timers[slot] as
+     * it was: a record is only written by the timers that use it. */
     tk__timer *timers;
+    uint32_t *positions;
     tk__slot *slots;
     uint32_t timer_capacity;
     uint32_t free_slot;

@@ -1,14 +1,15 @@
 /*
  * The timer table: where timers live between schedule and fire.
  *
- * Slots come from a free list over two parallel arrays (the records, and the
- * slots: positions and generations; see heap.h), grown by doubling, so
- * scheduling allocates only when the table is full. A timer scheduled with a
- * record of the caller's (tk_loop_schedule_record) takes a slot all the
- * same, and leaves its place in the records free. A handle is the slot and its generation, each offset by the
- * loop's key (see make_id); freeing a slot bumps its generation, which is
- * what makes a stale handle harmless, and the key is what makes another
- * loop's handle name nothing here.
+ * Slots come from a free list over three parallel arrays (the records, their
+ * positions, and the slots: generation and where the record is; see
+ * loop_internal.h), grown by doubling, so scheduling allocates only when the
+ * table is full. A timer scheduled with a record of the caller's
+ * (tk_loop_schedule_record) takes a slot all the same, and leaves its place
+ * in the records untouched. A handle is the slot and its generation, each
+ * offset by the loop's key (see make_id); freeing a slot bumps its
+ * generation, which is what makes a stale handle harmless, and the key is
+ * what makes another loop's handle name nothing here.
  *
  * A pending timer sits in the heap of its clock. A timer that comes due while
  * the loop runs a mode outside its set moves to `parked` and goes back into
@@ -117,8 +118,12 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     tk__timer *timers = realloc(loop->timers, (size_t)capacity * sizeof *timers);
     if (timers == NULL) return -ENOMEM;
     loop->timers = timers;
+    /* Each array that grew is kept, larger, if a later one cannot. */
+    uint32_t *positions = realloc(loop->positions, (size_t)capacity * sizeof *positions);
+    if (positions == NULL) return -ENOMEM;
+    loop->positions = positions;
     tk__slot *slots = realloc(loop->slots, (size_t)capacity * sizeof *slots);
-    if (slots == NULL) return -ENOMEM; /* the larger records array is kept */
+    if (slots == NULL) return -ENOMEM;
     loop->slots = slots;
     uint32_t old = loop->timer_capacity;
     /* New slots go on the free list lowest first, ahead of what was there
@@ -127,9 +132,9 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
         slots[slot].record = &free_record;
         slots[slot].generation = 1;
-        slots[slot].position = TK__NO_SLOT;
+        positions[slot] = TK__NO_SLOT;
         if (slot == unused) continue;
-        slots[slot].position = loop->free_slot;
+        positions[slot] = loop->free_slot;
         loop->free_slot = slot;
     }
     loop->timer_capacity = (uint32_t)capacity;
@@ -139,7 +144,7 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
 
 static uint32_t take_slot(tk_loop *loop) {
     uint32_t slot = loop->free_slot;
-    loop->free_slot = loop->slots[slot].position;
+    loop->free_slot = loop->positions[slot];
     loop->slots_used++;
     return slot;
 }
@@ -159,7 +164,7 @@ static void release_slot(tk_loop *loop, uint32_t slot) {
     timer->fn = NULL;
     timer->context = NULL;
     entry->record = &free_record;
-    entry->position = loop->free_slot;
+    loop->positions[slot] = loop->free_slot;
     loop->free_slot = slot;
     loop->slots_used--;
 }
@@ -231,15 +236,15 @@ static int in_parked(const tk__timer *timer) {
  * parked list. */
 static void unplace(tk_loop *loop, uint32_t slot) {
     tk__timer *timer = timer_at(loop, slot);
-    uint32_t index = loop->slots[slot].position;
+    uint32_t index = loop->positions[slot];
     if (timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD) {
-        tk__heap_remove(&loop->heaps[timer->clock], loop->slots, index);
+        tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
     } else if (in_parked(timer)) {
         tk__heap *parked = &loop->parked;
         tk__heap_entry last = parked->entries[--parked->count];
         if (index != parked->count) {
             parked->entries[index] = last;
-            loop->slots[last.slot].position = index;
+            loop->positions[last.slot] = index;
         }
     }
 }
@@ -249,7 +254,7 @@ static void unplace(tk_loop *loop, uint32_t slot) {
 static void place(tk_loop *loop, uint32_t slot, int64_t deadline) {
     tk__timer *timer = timer_at(loop, slot);
     tk__heap_entry entry = {.deadline = deadline, .seq = loop->next_seq++, .slot = slot};
-    tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
+    tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
     timer->state = TK__TIMER_SCHEDULED;
     timer->placed_pass = loop->pass;
 }
@@ -258,7 +263,7 @@ static void place(tk_loop *loop, uint32_t slot, int64_t deadline) {
 static int64_t deadline_of(const tk_loop *loop, uint32_t slot) {
     const tk__timer *timer = timer_at(loop, slot);
     const tk__heap *heap = in_parked(timer) ? &loop->parked : &loop->heaps[timer->clock];
-    return heap->entries[loop->slots[slot].position].deadline;
+    return heap->entries[loop->positions[slot]].deadline;
 }
 
 /* ---- Specs ---------------------------------------------------------------- */
@@ -350,6 +355,7 @@ static int make_room(tk_loop *loop, tk_clock clock) {
 
 void tk__timers_init(tk_loop *loop) {
     loop->timers = NULL;
+    loop->positions = NULL;
     loop->slots = NULL;
     loop->timer_capacity = 0;
     loop->slots_used = 0;
@@ -381,6 +387,7 @@ void tk__timers_free(tk_loop *loop) {
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
     tk__heap_free(&loop->parked);
     free(loop->timers);
+    free(loop->positions);
     free(loop->slots);
     tk__timers_init(loop);
 }
@@ -545,10 +552,10 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
         /* It came due in a nested run while this callback ran: back into
          * its heap (which has room: it was counted in), to fire at the next
          * pass, not the current one. */
-        tk__heap_entry entry = loop->parked.entries[loop->slots[slot].position];
+        tk__heap_entry entry = loop->parked.entries[loop->positions[slot]];
         unplace(loop, slot);
         entry.seq = loop->next_seq++;
-        tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
+        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
         timer->state = TK__TIMER_SCHEDULED;
         timer->placed_pass = loop->pass;
         /* The callback may have run under tk_loop_fire on another thread
@@ -610,8 +617,8 @@ static void unpark(tk_loop *loop, unsigned mode) {
             continue;
         }
         parked->entries[index] = parked->entries[--parked->count];
-        if (index < parked->count) loop->slots[parked->entries[index].slot].position = index;
-        tk__heap_push(&loop->heaps[timer->clock], loop->slots, entry);
+        if (index < parked->count) loop->positions[parked->entries[index].slot] = index;
+        tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
         timer->state = TK__TIMER_SCHEDULED;
     }
     loop->parked_modes = remaining;
@@ -630,7 +637,7 @@ static void release_held(tk_loop *loop) {
             timer->state = TK__TIMER_SCHEDULED;
             timer->placed_pass = loop->pass;
         }
-        tk__heap_release_held(heap, loop->slots);
+        tk__heap_release_held(heap, loop->positions);
     }
 }
 
@@ -659,11 +666,11 @@ static int park(tk_loop *loop, tk__heap *heap, uint8_t state) {
         return -ENOMEM;
     }
     tk__heap_entry entry = heap->entries[0];
-    tk__heap_remove(heap, loop->slots, 0);
+    tk__heap_remove(heap, loop->positions, 0);
     tk__timer *timer = timer_at(loop, entry.slot);
     uint32_t index = parked->count++;
     parked->entries[index] = entry;
-    loop->slots[entry.slot].position = index;
+    loop->positions[entry.slot] = index;
     if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes;
     timer->state = state;
     return 0;
@@ -708,7 +715,7 @@ static int next_due(tk_loop *loop, const int64_t now[TK_CLOCK_COUNT], uint32_t p
                top->deadline != INT64_MAX) {
             tk__timer *timer = timer_at(loop, top->slot);
             if ((int32_t)(timer->placed_pass - pass) < 0) break;
-            tk__heap_hold_top(heap, loop->slots);
+            tk__heap_hold_top(heap, loop->positions);
             timer->state = TK__TIMER_HELD;
         }
         if (top == NULL || top->deadline > now[clock] || top->deadline == INT64_MAX) continue;
@@ -761,7 +768,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         uint64_t missed = 0;
         int one_shot = timer->interval == 0;
         if (one_shot) {
-            tk__heap_remove(heap, loop->slots, 0);
+            tk__heap_remove(heap, loop->positions, 0);
             count_out(loop, timer);
             timer->state = TK__TIMER_FIRING;
         } else {
@@ -772,7 +779,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
             int64_t live = loop->manual ? loop->manual_now[clock] : tk__clock_read((tk_clock)clock);
             if (live > fired_at) fired_at = live;
             int64_t next = next_on_grid(entry.deadline, timer->interval, fired_at, &missed);
-            tk__heap_update(heap, loop->slots, 0, next, loop->next_seq++);
+            tk__heap_update(heap, loop->positions, 0, next, loop->next_seq++);
             timer->placed_pass = loop->pass;
         }
         loop->stats.fired++;

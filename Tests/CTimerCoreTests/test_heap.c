@@ -2,7 +2,7 @@
  * Property test of the internal 4-ary deadline heap (Sources/CTimerCore/heap.h)
  * against a reference model: a sorted array of (deadline, seq, slot).
  *
- * Random pushes, removals at arbitrary indexes (found through slots[].position),
+ * Random pushes, removals at arbitrary indexes (found through positions[]),
  * updates, pops of the top and heapify after bulk edits are applied to both;
  * after every operation the heap's top must be the model's minimum, and
  * periodically the full heap invariant and the position write-back are
@@ -101,7 +101,7 @@ typedef struct config {
 typedef struct state {
     uint64_t r;         /* random state */
     tk__heap heap;
-    tk__slot *slots;
+    uint32_t *positions;
     model m;
     model held; /* the held entries (in the model's order; the heap keeps none) */
     /* slots: free list and membership */
@@ -148,12 +148,12 @@ static int check_top(state *st) {
               top->slot == want->slot,
           "top (%" PRId64 ", %u, slot %u), model min (%" PRId64 ", %u, slot %u)",
           top->deadline, top->seq, top->slot, want->deadline, want->seq, want->slot);
-    REQUIRE(st->slots[top->slot].position == 0, "slots[top slot %u].position = %u", top->slot,
-          st->slots[top->slot].position);
+    REQUIRE(st->positions[top->slot] == 0, "positions[top slot %u] = %u", top->slot,
+          st->positions[top->slot]);
     return 0;
 }
 
-/* Full check: heap order for every parent/child pair, slots for every
+/* Full check: heap order for every parent/child pair, positions for every
  * entry, and the heap holding exactly the model's entries. */
 static int check_full(state *st) {
     const tk__heap *h = &st->heap;
@@ -172,14 +172,14 @@ static int check_full(state *st) {
         REQUIRE(slot < st->cfg->max_slots, "entries[%u].slot %u out of range", i, slot);
         REQUIRE(st->in_heap[slot], "entries[%u] holds slot %u which is not in the heap",
               i, slot);
-        REQUIRE(st->slots[slot].position == i, "slots[%u].position = %u, but it is at %u", slot,
-              st->slots[slot].position, i);
+        REQUIRE(st->positions[slot] == i, "positions[%u] = %u, but it is at %u", slot,
+              st->positions[slot], i);
     }
     /* The held entries, right after the heap's. */
     REQUIRE(h->held == st->held.n, "held %u, model %u", h->held, st->held.n);
     for (uint32_t k = 0; k < st->held.n; k++) {
         const tk__heap_entry *e = &st->held.v[k];
-        uint32_t i = st->slots[e->slot].position;
+        uint32_t i = st->positions[e->slot];
         REQUIRE(i >= h->count && i < h->count + h->held,
               "held slot %u: position %u outside [%u, %u)", e->slot, i, h->count,
               h->count + h->held);
@@ -189,10 +189,10 @@ static int check_full(state *st) {
               h->entries[i].deadline, h->entries[i].seq, e->deadline, e->seq);
     }
     /* Same multiset: every model entry is found, with equal fields, through
-     * slots[].position (slots are unique, so this with equal counts suffices). */
+     * positions[] (slots are unique, so this with equal counts suffices). */
     for (uint32_t k = 0; k < st->m.n; k++) {
         const tk__heap_entry *e = &st->m.v[k];
-        uint32_t i = st->slots[e->slot].position;
+        uint32_t i = st->positions[e->slot];
         REQUIRE(i < h->count, "model slot %u: position %u out of range", e->slot, i);
         REQUIRE(h->entries[i].slot == e->slot && h->entries[i].deadline == e->deadline &&
                   h->entries[i].seq == e->seq,
@@ -214,7 +214,7 @@ static void give_slot(state *st, uint32_t slot) {
     st->in_heap[slot] = 0;
     st->free_slots[st->nfree++] = slot;
     /* A stale position must not matter: scribble over it. */
-    st->slots[slot].position = 0xdeadbeefu;
+    st->positions[slot] = 0xdeadbeefu;
 }
 
 /* A random slot that is in the heap (requires a non-empty heap). */
@@ -234,12 +234,12 @@ static int op_push(state *st) {
               "although there was room", want, old_cap, st->heap.capacity);
     }
     tk__heap_entry e = {draw_deadline(st), st->seq++, take_slot(st)};
-    tk__heap_push(&st->heap, st->slots, e);
+    tk__heap_push(&st->heap, st->positions, e);
     model_insert(&st->m, e);
-    REQUIRE(st->slots[e.slot].position < st->heap.count &&
-              st->heap.entries[st->slots[e.slot].position].slot == e.slot,
-          "after push, slots[%u].position = %u does not point at it", e.slot,
-          st->slots[e.slot].position);
+    REQUIRE(st->positions[e.slot] < st->heap.count &&
+              st->heap.entries[st->positions[e.slot]].slot == e.slot,
+          "after push, positions[%u] = %u does not point at it", e.slot,
+          st->positions[e.slot]);
     return 0;
 }
 
@@ -254,7 +254,7 @@ static int op_remove_at(state *st, uint32_t index) {
           "slot %u: heap (%" PRId64 ", %u), model (%" PRId64 ", %u)", slot,
           st->heap.entries[index].deadline, st->heap.entries[index].seq,
           gone.deadline, gone.seq);
-    tk__heap_remove(&st->heap, st->slots, index);
+    tk__heap_remove(&st->heap, st->positions, index);
     give_slot(st, slot);
     return 0;
 }
@@ -263,13 +263,13 @@ static int op_remove_random(state *st) {
     if (st->m.n + st->held.n == 0) return 0;
     uint32_t k = (uint32_t)rng_below(&st->r, st->m.n + st->held.n);
     uint32_t slot = k < st->m.n ? st->m.v[k].slot : st->held.v[k - st->m.n].slot;
-    uint32_t index = st->slots[slot].position;
+    uint32_t index = st->positions[slot];
     REQUIRE((index < st->heap.count) == (k < st->m.n) &&
               index < st->heap.count + st->heap.held,
-          "slots[%u].position = %u, count %u, held %u", slot, index, st->heap.count,
+          "positions[%u] = %u, count %u, held %u", slot, index, st->heap.count,
           st->heap.held);
     REQUIRE(st->heap.entries[index].slot == slot,
-          "slots[%u].position = %u but entries[%u].slot = %u", slot, index, index,
+          "positions[%u] = %u but entries[%u].slot = %u", slot, index, index,
           st->heap.entries[index].slot);
     return op_remove_at(st, index);
 }
@@ -286,9 +286,9 @@ static int op_pop(state *st) {
 static int op_update(state *st) {
     if (st->m.n == 0) return 0;
     uint32_t slot = random_live_slot(st);
-    uint32_t index = st->slots[slot].position;
+    uint32_t index = st->positions[slot];
     REQUIRE(index < st->heap.count && st->heap.entries[index].slot == slot,
-          "slots[%u].position = %u does not point at it", slot, index);
+          "positions[%u] = %u does not point at it", slot, index);
     tk__heap_entry e;
     REQUIRE(model_remove_slot(&st->m, slot, &e) == 0, "slot %u missing from model", slot);
     int64_t deadline;
@@ -306,11 +306,11 @@ static int op_update(state *st) {
     }
     e.deadline = deadline;
     e.seq = st->seq++;
-    tk__heap_update(&st->heap, st->slots, index, e.deadline, e.seq);
+    tk__heap_update(&st->heap, st->positions, index, e.deadline, e.seq);
     model_insert(&st->m, e);
-    REQUIRE(st->heap.entries[st->slots[slot].position].slot == slot,
-          "after update, slots[%u].position = %u does not point at it", slot,
-          st->slots[slot].position);
+    REQUIRE(st->heap.entries[st->positions[slot]].slot == slot,
+          "after update, positions[%u] = %u does not point at it", slot,
+          st->positions[slot]);
     return 0;
 }
 
@@ -323,17 +323,17 @@ static int op_hold(state *st) {
     tk__heap_entry e;
     REQUIRE(model_remove_slot(&st->m, top.slot, &e) == 0, "slot %u missing", top.slot);
     model_insert(&st->held, e);
-    tk__heap_hold_top(&st->heap, st->slots);
-    REQUIRE(st->slots[top.slot].position >= st->heap.count &&
-              st->heap.entries[st->slots[top.slot].position].slot == top.slot,
-          "after hold, slots[%u].position = %u (count %u)", top.slot, st->slots[top.slot].position,
+    tk__heap_hold_top(&st->heap, st->positions);
+    REQUIRE(st->positions[top.slot] >= st->heap.count &&
+              st->heap.entries[st->positions[top.slot]].slot == top.slot,
+          "after hold, positions[%u] = %u (count %u)", top.slot, st->positions[top.slot],
           st->heap.count);
     return 0;
 }
 
 /* Puts every held entry back in heap order. */
 static int op_release(state *st) {
-    tk__heap_release_held(&st->heap, st->slots);
+    tk__heap_release_held(&st->heap, st->positions);
     for (uint32_t k = 0; k < st->held.n; k++) model_insert(&st->m, st->held.v[k]);
     st->held.n = 0;
     return 0;
@@ -344,7 +344,7 @@ static int op_release(state *st) {
 static int op_bulk_heapify(state *st) {
     tk__heap *h = &st->heap;
     if (h->count == 0) {
-        tk__heap_heapify(h, st->slots);
+        tk__heap_heapify(h, st->positions);
         return check_full(st);
     }
     uint32_t edits = (uint32_t)rng_below(&st->r, h->count) + 1;
@@ -365,7 +365,7 @@ static int op_bulk_heapify(state *st) {
         h->entries[i] = h->entries[j];
         h->entries[j] = t;
     }
-    tk__heap_heapify(h, st->slots);
+    tk__heap_heapify(h, st->positions);
     if (check_top(st)) return -1;
     return check_full(st);
 }
@@ -401,13 +401,13 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
     st.r = seed;
     tk__heap_init(&st.heap);
     REQUIRE(st.heap.count == 0 && tk__heap_top(&st.heap) == NULL, "fresh heap not empty");
-    st.slots = malloc(cfg->max_slots * sizeof *st.slots);
+    st.positions = malloc(cfg->max_slots * sizeof *st.positions);
     st.in_heap = calloc(cfg->max_slots, 1);
     st.free_slots = malloc(cfg->max_slots * sizeof *st.free_slots);
-    if (!st.slots || !st.in_heap || !st.free_slots) abort();
+    if (!st.positions || !st.in_heap || !st.free_slots) abort();
     for (uint32_t i = 0; i < cfg->max_slots; i++) {
         st.free_slots[i] = cfg->max_slots - 1 - i;
-        st.slots[i].position = 0xdeadbeefu;
+        st.positions[i] = 0xdeadbeefu;
     }
     st.nfree = cfg->max_slots;
     st.seq = cfg->seq_start;
@@ -465,7 +465,7 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
         REQUIRE(st.heap.entries == NULL && st.heap.count == 0 && st.heap.capacity == 0,
               "tk__heap_free did not reset the heap");
     }
-    free(st.slots);
+    free(st.positions);
     free(st.in_heap);
     free(st.free_slots);
     free(st.m.v);
@@ -479,26 +479,26 @@ static int case_ties_fifo(void) {
     tk__heap h;
     tk__heap_init(&h);
     enum { N = 1000 };
-    tk__slot slots[N];
+    uint32_t positions[N];
     REQUIRE(tk__heap_reserve(&h, N) == 0, "reserve");
     /* Equal deadlines, seqs crossing the 32-bit wrap: must come out in the
      * order they were pushed. Pushed in a scrambled slot order. */
     uint32_t seq0 = UINT32_MAX - N / 2;
     for (uint32_t i = 0; i < N; i++) {
         uint32_t slot = (i * 7919u) % N;
-        tk__heap_push(&h, slots, (tk__heap_entry){42, seq0 + i, slot});
+        tk__heap_push(&h, positions, (tk__heap_entry){42, seq0 + i, slot});
     }
     for (uint32_t i = 0; i < N; i++) {
         const tk__heap_entry *top = tk__heap_top(&h);
         REQUIRE(top && top->seq == seq0 + i && top->slot == (i * 7919u) % N,
               "tie #%u came out as seq %u slot %u", i, top ? top->seq : 0,
               top ? top->slot : 0);
-        tk__heap_remove(&h, slots, 0);
+        tk__heap_remove(&h, positions, 0);
     }
     REQUIRE(tk__heap_top(&h) == NULL, "heap not empty");
     /* Reverse insertion with decreasing deadlines and equal ones mixed. */
     for (uint32_t i = 0; i < N; i++) {
-        tk__heap_push(&h, slots, (tk__heap_entry){(int64_t)((N - i) / 10), i, i});
+        tk__heap_push(&h, positions, (tk__heap_entry){(int64_t)((N - i) / 10), i, i});
     }
     int64_t last_deadline = INT64_MIN;
     uint32_t last_seq = 0;
@@ -511,7 +511,7 @@ static int case_ties_fifo(void) {
               top->deadline, top->seq, last_deadline, last_seq);
         last_deadline = top->deadline;
         last_seq = top->seq;
-        tk__heap_remove(&h, slots, 0);
+        tk__heap_remove(&h, positions, 0);
     }
     tk__heap_free(&h);
     return 0;
