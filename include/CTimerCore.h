@@ -661,7 +661,9 @@ typedef struct tk_timer_record {
  * the loop's table. The timer is the same in every other way: its handle
  * works with every call that takes one. The table still gives it a slot
  * (the heap position, the generation and a pointer to the record); the
- * table's own record for that slot goes unused and unwritten.
+ * table's own record for that slot goes unused and unwritten. A loop makes
+ * its array of those slots, 16 bytes each, in O(n), for its first timer
+ * with a record: a loop that never schedules one pays nothing for them.
  *
  * It is for a caller that keeps an object per timer anyway, such as a
  * language binding: with the record inside that object, cancelling reads

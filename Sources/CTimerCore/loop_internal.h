@@ -54,6 +54,7 @@ typedef struct __attribute__((__may_alias__)) tk__timer {
     void *context;
     int64_t interval;
     int64_t leeway; /* TK__PRECISE for a precise timer (whose leeway is 0) */
+    uint32_t generation; /* the slot's, in a loop with no slots array (see tk_loop) */
     tk_mode_set modes;
     uint32_t placed_pass; /* the pass during which it got its deadline */
     uint8_t clock;
@@ -71,7 +72,8 @@ _Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
                "a tk_timer_record holds a timer record");
 
 /*
- * What a slot holds besides its record and position: the generation its
+ * What a slot holds besides its record and position, once the loop has
+ * scheduled a timer with a record of the caller's: the generation its
  * handles carry, and where its record is: in the caller's memory
  * (tk_loop_schedule_record), NULL for the table's own, or, for a free slot,
  * a record that says it is free (see timer_at in timers.c). A cancel through
@@ -90,9 +92,14 @@ typedef struct tk__slot {
 struct tk_loop {
     pthread_mutex_t lock;
 
-    /* The timer table: records, positions and slots, indexed by slot. A slot
-     * whose timer's record is in the caller's memory leaves timers[slot] as
-     * it was: a record is only written by the timers that use it. */
+    /* The timer table: records, positions and slots, indexed by slot. The
+     * slots array is made for the loop's first timer with a record of the
+     * caller's (tk_loop_schedule_record); until then it is NULL, each slot's
+     * generation is in its table record, and a free slot's table record says
+     * it is free, so a loop that never schedules one pays nothing for them.
+     * With slots, a slot whose timer's record is in the caller's memory
+     * leaves timers[slot] as it was: a table record is only written by the
+     * timers that use it. */
     tk__timer *timers;
     uint32_t *positions;
     tk__slot *slots;

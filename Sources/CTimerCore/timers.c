@@ -79,10 +79,18 @@ static uint32_t unused_slot(const tk_loop *loop) {
 static tk__timer free_record = {.state = TK__TIMER_FREE};
 
 /* The record of the timer in `slot`: the table's own, one in the caller's
- * memory (tk_loop_schedule_record), or, for a free slot, free_record. */
+ * memory (tk_loop_schedule_record), or, for a free slot of a loop with
+ * slots, free_record. */
 static inline tk__timer *timer_at(const tk_loop *loop, uint32_t slot) {
+    if (loop->slots == NULL) return &loop->timers[slot];
     tk__timer *record = loop->slots[slot].record;
     return record != NULL ? record : &loop->timers[slot];
+}
+
+/* Where the generation of `slot` is kept: in its slot, or, in a loop with no
+ * slots array, in its table record. */
+static inline uint32_t *generation_at(const tk_loop *loop, uint32_t slot) {
+    return loop->slots != NULL ? &loop->slots[slot].generation : &loop->timers[slot].generation;
 }
 
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
@@ -92,7 +100,7 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
     if (id == TK_TIMER_NONE) return NULL;
     uint32_t slot = slot_of(loop, id);
     if (slot >= loop->timer_capacity) return NULL;
-    if (loop->slots[slot].generation != generation_of(loop, id)) return NULL;
+    if (*generation_at(loop, slot) != generation_of(loop, id)) return NULL;
     tk__timer *timer = timer_at(loop, slot);
     if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED) return NULL;
     if (timer->state == TK__TIMER_FIRING &&
@@ -122,16 +130,26 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     uint32_t *positions = realloc(loop->positions, (size_t)capacity * sizeof *positions);
     if (positions == NULL) return -ENOMEM;
     loop->positions = positions;
-    tk__slot *slots = realloc(loop->slots, (size_t)capacity * sizeof *slots);
-    if (slots == NULL) return -ENOMEM;
-    loop->slots = slots;
     uint32_t old = loop->timer_capacity;
+    tk__slot *slots = loop->slots;
+    if (slots != NULL) {
+        slots = realloc(slots, (size_t)capacity * sizeof *slots);
+        if (slots == NULL) return -ENOMEM;
+        loop->slots = slots;
+    } else {
+        /* A free slot's table record says so (TK__TIMER_FREE is 0). */
+        memset(&timers[old], 0, (size_t)(capacity - old) * sizeof *timers);
+    }
     /* New slots go on the free list lowest first, ahead of what was there
      * (all but the unused one, which stays free and off the list). */
     uint32_t unused = unused_slot(loop);
     for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
-        slots[slot].record = &free_record;
-        slots[slot].generation = 1;
+        if (slots != NULL) {
+            slots[slot].record = &free_record;
+            slots[slot].generation = 1;
+        } else {
+            timers[slot].generation = 1;
+        }
         positions[slot] = TK__NO_SLOT;
         if (slot == unused) continue;
         positions[slot] = loop->free_slot;
@@ -149,21 +167,37 @@ static uint32_t take_slot(tk_loop *loop) {
     return slot;
 }
 
-/* Makes the slot's handles stale. Generation 0 is skipped. */
-static void bump_generation(tk__slot *entry) {
-    if (++entry->generation == 0) entry->generation = 1;
+/* Makes the handles of the slot whose generation this is stale. Generation
+ * 0 is skipped. */
+static void bump_generation(uint32_t *generation) {
+    if (++*generation == 0) *generation = 1;
+}
+
+/* Makes the loop's slots array, for its first timer with a record of the
+ * caller's: each slot's generation moves there from its table record, and
+ * a free slot points at free_record. Once, in O(capacity). 0 or -ENOMEM. */
+static int make_slots(tk_loop *loop) {
+    if (loop->slots != NULL) return 0;
+    tk__slot *slots = malloc((size_t)loop->timer_capacity * sizeof *slots);
+    if (slots == NULL) return -ENOMEM;
+    for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
+        const tk__timer *timer = &loop->timers[slot];
+        slots[slot].generation = timer->generation;
+        slots[slot].record = timer->state == TK__TIMER_FREE ? &free_record : NULL;
+    }
+    loop->slots = slots;
+    return 0;
 }
 
 /* Frees `slot`, bumping its generation: once for each use of the slot. A
  * cancelled timer's generation was bumped when it was cancelled. */
 static void release_slot(tk_loop *loop, uint32_t slot) {
-    tk__slot *entry = &loop->slots[slot];
     tk__timer *timer = timer_at(loop, slot);
-    if (timer->state != TK__TIMER_CANCELLED) bump_generation(entry);
+    if (timer->state != TK__TIMER_CANCELLED) bump_generation(generation_at(loop, slot));
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
     timer->context = NULL;
-    entry->record = &free_record;
+    if (loop->slots != NULL) loop->slots[slot].record = &free_record;
     loop->positions[slot] = loop->free_slot;
     loop->free_slot = slot;
     loop->slots_used--;
@@ -177,7 +211,7 @@ static void release_slot(tk_loop *loop, uint32_t slot) {
 static int let_go(tk_loop *loop, uint32_t slot, void **context) {
     tk__timer *timer = timer_at(loop, slot);
     if (timer->callbacks > 0) {
-        bump_generation(&loop->slots[slot]);
+        bump_generation(generation_at(loop, slot));
         timer->state = TK__TIMER_CANCELLED;
         return 0;
     }
@@ -419,16 +453,17 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
     result = record != NULL && record->state != TK__TIMER_FREE ? -EBUSY : 0;
     if (result == 0) result = reserve_slot(loop, 0);
     if (result == 0) result = make_room(loop, spec->clock);
+    if (result == 0 && record != NULL) result = make_slots(loop);
     if (result == 0) {
         uint32_t slot = take_slot(loop);
         /* NULL: the table's record, which holds whatever it last held. */
-        loop->slots[slot].record = record;
+        if (loop->slots != NULL) loop->slots[slot].record = record;
         tk__timer *timer = timer_at(loop, slot);
         timer->callbacks = 0;
         timer->fn = fn;
         timer->context = context;
         schedule_slot(loop, slot, spec);
-        *id = make_id(loop, slot, loop->slots[slot].generation);
+        *id = make_id(loop, slot, *generation_at(loop, slot));
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -543,7 +578,7 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
          * It has fired for good: to the outer callbacks, its handle is stale,
          * as after a cancel. */
         if (timer->state == TK__TIMER_FIRING) {
-            bump_generation(&loop->slots[slot]);
+            bump_generation(generation_at(loop, slot));
             timer->state = TK__TIMER_CANCELLED;
         }
         return;
@@ -764,7 +799,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         }
         tk_timer_fn fn = timer->fn;
         void *context = timer->context;
-        tk_timer_id id = make_id(loop, slot, loop->slots[slot].generation);
+        tk_timer_id id = make_id(loop, slot, *generation_at(loop, slot));
         uint64_t missed = 0;
         int one_shot = timer->interval == 0;
         if (one_shot) {

@@ -521,6 +521,42 @@ static void test_record_busy(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A loop makes its slots array for its first timer with a record of the
+ * caller's, and not before (white-box: a loop that never schedules one pays
+ * nothing for it). Handles made before stay good, and stale ones stale. */
+static void test_slots_made_on_first_record(void) {
+    tk_loop *loop = new_manual(SEC);
+    tk_timer_spec spec = mkspec(TK_CLOCK_MONOTONIC, MS, 0, 0, TK_MODES(0), 0);
+    enum { N = 100 };
+    tk_timer_id ids[N];
+    for (int i = 0; i < N; i++) ids[i] = sched(loop, spec, count_fn, NULL);
+    for (int i = 0; i < N; i += 2) CHECK_EQ(tk_loop_cancel(loop, ids[i]), 0);
+    tk_timer_id again[N / 2];
+    for (int i = 0; i < N / 2; i++) again[i] = sched(loop, spec, count_fn, NULL);
+    CHECK(loop->slots == NULL);
+
+    tk_timer_record record = TK_TIMER_RECORD_INIT;
+    tk_timer_id recorded = TK_TIMER_NONE;
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &spec, count_fn, NULL, &recorded), 0);
+    CHECK(loop->slots != NULL);
+    tk_timer_info info;
+    for (int i = 0; i < N; i++) {
+        /* Cancelled ones stay stale, though their slots were used again. */
+        CHECK_EQ(tk_loop_timer_info(loop, ids[i], &info), i % 2 ? 0 : -ENOENT);
+    }
+    for (int i = 0; i < N / 2; i++) CHECK_EQ(tk_loop_timer_info(loop, again[i], &info), 0);
+    CHECK_EQ(tk_loop_timer_info(loop, recorded, &info), 0);
+    for (int i = 0; i < N / 2; i++) CHECK(again[i] != ids[2 * i] && again[i] != recorded);
+    int fired = 0;
+    tk_timer_spec later = mkspec(TK_CLOCK_MONOTONIC, 2 * MS, 0, 0, TK_MODES(0), 0);
+    tk_timer_id one_more = sched(loop, later, count_fn, &fired);
+    CHECK_EQ(tk_loop_advance(loop, 0, MS), N / 2 + N / 2 + 1);
+    CHECK_EQ(tk_loop_advance(loop, 0, MS), 1);
+    CHECK_EQ(fired, 1);
+    CHECK_EQ(tk_loop_cancel(loop, one_more), -ENOENT);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static void test_unknown_clock(void) {
     tk_clock bad[4] = {(tk_clock)3, (tk_clock)4, (tk_clock)-1, (tk_clock)0x7fffffff};
     int64_t x = 12345;
@@ -1912,6 +1948,7 @@ static const test_case tests[] = {
     {"null_arguments", test_null_arguments, 300},
     {"unknown_clock", test_unknown_clock, 300},
     {"record_busy", test_record_busy, 60},
+    {"slots_made_on_first_record", test_slots_made_on_first_record, 60},
     {"boot_id", test_boot_id, 300},
     {"timer_slack", test_timer_slack, 300},
     {"failed_calls_keep_timers_manual", test_failed_calls_keep_timers_manual, 300},
