@@ -182,13 +182,13 @@ final class CoreScheduleSide: ScheduleSide {
 
 /// The C core with each handle kept in a block of its own, as any API with
 /// one object per timer keeps it: allocated at schedule, read back to cancel,
-/// freed after. The block is as large as a `LoopTimer` (104 bytes), with the
+/// freed after. The block is as large as a `LoopTimer` (136 bytes), with the
 /// handle where a `LoopTimer` keeps its own. With many timers pending, the
 /// block being read back is rarely in the cache: a cost of one object per
 /// timer, not of Swift (see `TimerCost`).
 final class CoreBoxedScheduleSide: ScheduleSide {
-    static let sideName = "C core + 104 B box per timer"
-    static let boxBytes = 104
+    static let sideName = "C core + 136 B box per timer"
+    static let boxBytes = 136
     let name = CoreBoxedScheduleSide.sideName
     private let loop: OpaquePointer
     private var pending: [UnsafeMutablePointer<tk_timer_id>] = []
@@ -205,8 +205,8 @@ final class CoreBoxedScheduleSide: ScheduleSide {
         guard let raw = malloc(Self.boxBytes) else { throw SideFailure("malloc failed") }
         let box = raw.bindMemory(to: tk_timer_id.self, capacity: Self.boxBytes / 8)
         do {
-            // At byte 32, where a LoopTimer keeps its handle.
-            try scheduleCoreTimer(loop, delay, box + 4)
+            // At byte 80, where a LoopTimer keeps its handle.
+            try scheduleCoreTimer(loop, delay, box + 10)
         } catch {
             free(box)
             throw error
@@ -218,7 +218,7 @@ final class CoreBoxedScheduleSide: ScheduleSide {
     /// is kept: one in `pending` is freed by `drain` or `deinit`.
     @inline(__always)
     private func cancel(_ box: UnsafeMutablePointer<tk_timer_id>) throws {
-        let result = tk_loop_cancel(loop, box[4])
+        let result = tk_loop_cancel(loop, box[10])
         guard result == 0 else { throw SideFailure("tk_loop_cancel returned \(result)") }
         free(box)
     }
@@ -260,7 +260,7 @@ final class CoreBoxedScheduleSide: ScheduleSide {
 
     func drain() {
         for box in pending {
-            _ = tk_loop_cancel(loop, box[4])
+            _ = tk_loop_cancel(loop, box[10])
             free(box)
         }
         pending = []
@@ -268,25 +268,28 @@ final class CoreBoxedScheduleSide: ScheduleSide {
 }
 
 /// The C core with each handle in a Swift object of its own, as large as a
-/// `LoopTimer` (104 bytes, the handle where a `LoopTimer` keeps its own),
+/// `LoopTimer` (136 bytes, the handle where a `LoopTimer` keeps its own),
 /// which the loop keeps alive while its timer is scheduled, as it keeps a
 /// `LoopTimer`: a reference passed as the timer's context at schedule and
 /// released by the loop's release handler. The object is read back to cancel
-/// and freed when the side lets go of it. This is what any Swift API with
-/// one class instance per timer pays at the least: a `LoopTimer`'s row less
-/// this one is what its own code costs (see `TimerCost`).
+/// and freed when the side lets go of it. This is what any Swift API that
+/// keeps a handle in one class instance per timer pays at the least. A
+/// `LoopTimer` keeps the core's record of its timer in itself instead
+/// (`tk_loop_schedule_record`), so a cancel reads the object and not also
+/// the table's record: with many timers pending, one cache miss fewer than
+/// this side takes (see `TimerCost`).
 final class CoreObjectScheduleSide: ScheduleSide {
     static let sideName = "C core + Swift object per timer"
     let name = CoreObjectScheduleSide.sideName
     private let loop: OpaquePointer
     private var pending: [TimerObject] = []
 
-    /// 16 bytes of object header, then 88 of fields, the handle at byte 32.
+    /// 16 bytes of object header, then 120 of fields, the handle at byte 80.
     final class TimerObject {
-        var before: (Int64, Int64) = (0, 0)
+        var before: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0, 0, 0)
         /// Written by `tk_loop_schedule` through a pointer, once.
         @exclusivity(unchecked) var id: tk_timer_id = 0
-        var after: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        var after: (Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0)
     }
 
     init() throws {

@@ -9,8 +9,9 @@ public enum TimerCost {
     /// alternating: TimerKit, the C core (what the targets are measured on),
     /// and the C core with each handle in an object of its own: a Swift
     /// object the loop keeps alive, as it keeps a `LoopTimer` (the least a
-    /// Swift API with one object per timer costs), and a malloc'd block (the
-    /// same in C). The text of the table, and the failures.
+    /// Swift API that keeps a handle in one object per timer costs; a
+    /// `LoopTimer` keeps the core's record instead), and a malloc'd block
+    /// (the same in C). The text of the table, and the failures.
     public static func run(quick: Bool, seed: UInt64) -> (text: String, failures: [String]) {
         var failures: [String] = []
         let config = ScheduleConfig(
@@ -29,13 +30,14 @@ public enum TimerCost {
         out.append("timer-cost (seed \(seed)): \(machine.cpuModel), \(machine.processors) CPUs, Linux \(machine.kernel), load \(Machine.loadAverage())")
         out.append("ns per operation, median of \(config.reps) alternating reps; no malloc interposer in this program.")
         out.append("pair: schedule a timer and invalidate it; churn: schedule one and invalidate a random pending one.")
-        out.append("The C core + ... sides keep each handle in an object of their own, 104 bytes like a LoopTimer,")
+        out.append("The C core + ... sides keep each handle in an object of their own, 136 bytes like a LoopTimer,")
         out.append("read back to cancel and then freed: a Swift object that the loop keeps alive while its timer is")
-        out.append("scheduled, as it keeps a LoopTimer, and a malloc'd block.")
+        out.append("scheduled, as it keeps a LoopTimer, and a malloc'd block. A LoopTimer keeps the core's record")
+        out.append("of its timer in itself (tk_loop_schedule_record): a cancel reads it and not the table's record.")
         out.append("")
         table(rows, core: core.name, sizes: config.sizes, into: &out)
         out.append("")
-        out.append("What TimerKit's own code adds to one Swift object per timer (\(timerKit.name) / \(object.name)):")
+        out.append("A LoopTimer against a handle in one Swift object per timer (\(timerKit.name) / \(object.name)):")
         for size in config.sizes {
             let sized = rows.filter { $0.pending == size && $0.failed == nil }
             guard let mine = sized.first(where: { $0.side == timerKit.name }),
