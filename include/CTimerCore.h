@@ -391,9 +391,11 @@ int tk_loop_destroy(tk_loop *loop);
  * Makes room for `timers` pending timers on `clock`, beside the other timers
  * the loop holds (the clocks share one timer table: pending on the other
  * clocks, or out of their heap while a callback of theirs runs), so that
- * scheduling on `clock` until it has that many pending never allocates.
- * Returns 0, -EINVAL, or -ENOMEM (also for more timers than the table can
- * index: `timers` and the others together must stay below about 2^32).
+ * scheduling on `clock` until it has that many pending never allocates
+ * (but for the loop's first tk_loop_schedule_record, which makes its array
+ * of slots, once). Returns 0, -EINVAL, or -ENOMEM (also for more timers than
+ * the table can index: `timers` and the others together must stay below
+ * about 2^32).
  */
 int tk_loop_reserve(tk_loop *loop, tk_clock clock, uint32_t timers);
 
