@@ -45,6 +45,11 @@ _Static_assert(TK_IO_HANGUP == EPOLLHUP, "TK_IO_HANGUP mirrors EPOLLHUP");
 #define INTERNAL_TAG (UINT64_C(1) << 63)
 #define WAKE_INDEX TK_CLOCK_COUNT
 
+/* The epoll user data of a watch of `fd` (generations stay below 2^31). */
+static uint64_t watch_data(uint32_t generation, int fd) {
+    return ((uint64_t)generation << 32) | (uint32_t)fd;
+}
+
 /* How far in the future a timerfd kept only to see wall-clock steps is armed. */
 #define FAR_FUTURE (INT64_MAX - 1)
 
@@ -322,8 +327,7 @@ static int is_loop_fd(const tk_loop *loop, int fd);
 /* The epoll registration of `watch` with `events`. */
 static int register_watch(tk_loop *loop, const tk__watch *watch, uint32_t events) {
     struct epoll_event event = {.events = events,
-                                .data.u64 = ((uint64_t)watch->generation << 32) |
-                                            (uint32_t)watch->fd};
+                                .data.u64 = watch_data(watch->generation, watch->fd)};
     return epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, watch->fd, &event);
 }
 
@@ -684,7 +688,7 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
      * return (release_io_call gives it its events). */
     struct tk__io_call *running = loop->io_calls != NULL ? io_call_of(loop, fd) : NULL;
     struct epoll_event event = {.events = running != NULL ? TK__HELD_EVENTS : events,
-                                .data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd};
+                                .data.u64 = watch_data(generation, fd)};
     /* Room first, so that a failure leaves epoll as it was; the table's size
      * follows the number of watches, never the fd's number. The kernel then
      * checks the descriptor. */

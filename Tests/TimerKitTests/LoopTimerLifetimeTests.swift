@@ -22,6 +22,22 @@ private final class Token: @unchecked Sendable {
     deinit { deinits.withLock { $0 += 1 } }
 }
 
+/// The tokens made and freed so far.
+private func tokenCounts() -> (made: Int, freed: Int) { (created.value, deinits.value) }
+
+/// Expects every token made since `before` to have been freed, waiting up to
+/// 10 s for a loop's thread to let go of the last timers.
+private func expectAllFreed(
+    since before: (made: Int, freed: Int), sourceLocation: SourceLocation = #_sourceLocation
+) {
+    let freed = waitUntil(.seconds(10)) {
+        deinits.value - before.freed == created.value - before.made
+    }
+    #expect(
+        freed, "freed \(deinits.value - before.freed) of \(created.value - before.made)",
+        sourceLocation: sourceLocation)
+}
+
 @Suite("LoopTimer lifetimes across threads", .serialized)
 struct LoopTimerLifetimeTests {
     @Test("many threads schedule and invalidate one-shot and repeating timers on a running loop")
@@ -29,7 +45,7 @@ struct LoopTimerLifetimeTests {
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
         let fires = Locked(0)
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         runThreads(6) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) &* 7919 &+ 1)
             var live: [AnyLoopTimer] = []
@@ -69,8 +85,7 @@ struct LoopTimerLifetimeTests {
         // self-invalidating are left: invalidate by draining: wait for the
         // rest (one-shots fire, repeaters kept in `live` were invalidated).
         #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
         #expect(fires.value > 0)
     }
 
@@ -78,7 +93,7 @@ struct LoopTimerLifetimeTests {
     func invalidateWhileFiring() throws {
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         runThreads(4) { thread in
             for _ in 0..<4000 {
                 let token = Token()
@@ -94,15 +109,14 @@ struct LoopTimerLifetimeTests {
             }
         }
         #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 
     @Test("one-shots fire on the loop thread as other threads invalidate them, and are freed")
     func oneShotRace() throws {
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         runThreads(4) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 99)
             for _ in 0..<5000 {
@@ -118,15 +132,14 @@ struct LoopTimerLifetimeTests {
             }
         }
         #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 
     @Test("fire() by hand from threads while the loop fires and others invalidate")
     func fireByHandRace() throws {
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         let shared = Locked<[AnyLoopTimer]>([])
         runThreads(6) { thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 1234)
@@ -158,13 +171,12 @@ struct LoopTimerLifetimeTests {
         for t in shared.withLock({ $0 }) { t.invalidate() }
         shared.withLock { $0.removeAll() }
         #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 
     @Test("loop deinit with invalidated-while-running and pending timers")
     func loopDeinit() throws {
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         for _ in 0..<200 {
             let loop = try TimerLoop.manual()
             var keep: [AnyLoopTimer] = []
@@ -179,13 +191,12 @@ struct LoopTimerLifetimeTests {
             try loop.advance(by: .milliseconds(10))
             for t in keep { t.invalidate() }
         }
-        #expect(deinits.value - before.1 == created.value - before.0,
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 
     @Test("self-invalidation races external invalidation; loops stopped and dropped with timers mid-callback")
     func selfAndExternalInvalidate() throws {
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         for round in 0..<30 {
             let loop = try TimerLoop.startThread()
             runThreads(3) { thread in
@@ -214,13 +225,12 @@ struct LoopTimerLifetimeTests {
             _ = waitUntil(.seconds(5)) { loop.statistics.pending == 0 }
             loop.stop()
         }
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 
     @Test("invalidated while its action sleeps, then the loop stopped and released")
     func invalidateThenStopLoop() throws {
-        let before = (created.value, deinits.value)
+        let before = tokenCounts()
         for _ in 0..<50 {
             let loop = try TimerLoop.startThread()
             let inAction = Locked(false)
@@ -236,7 +246,6 @@ struct LoopTimerLifetimeTests {
             }
             loop.stop()
         }
-        #expect(waitUntil(.seconds(10)) { deinits.value - before.1 == created.value - before.0 },
-                "freed \(deinits.value - before.1) of \(created.value - before.0)")
+        expectAllFreed(since: before)
     }
 }
