@@ -11,11 +11,12 @@
 # TimerKit's clock against a default actor sleeping with Task.sleep; each
 # measured in one run; timer-cost: a LoopTimer against the C core at 1k, 100k
 # and 1M pending, without the malloc interposer, beside the C core with each
-# handle in a Swift object and in a malloc'd block of its own; queue-peers: QueueTimer
+# handle in a Swift object and in a malloc'd block of its own, five runs in
+# processes of their own, the cost targets judged on their median; queue-peers: QueueTimer
 # against DispatchSourceTimer). timer-peers also draws its
 # figures as SVG charts into build/charts/.
 #
-#   scripts/run.sh            the example, then the benchmarks (about 5 minutes)
+#   scripts/run.sh            the example, then the benchmarks (about 6 minutes)
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
 # C binaries go to build/release/, the Swift ones to .build/release/ and

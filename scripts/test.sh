@@ -613,6 +613,24 @@ run_logged "$LOGS/timer-cost.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.b
     fail "timer-cost --quick printed no row for each side and size (log: $LOGS/timer-cost.log)"
 [ "$(grep -cE '^ +[0-9]+ pending: +pair [0-9.]+x \([+-][0-9]+ ns\), churn [0-9.]+x \([+-][0-9]+ ns\)$' "$LOGS/timer-cost.log")" -eq 2 ] ||
     fail "timer-cost --quick did not compare TimerKit with the Swift object at each size (log: $LOGS/timer-cost.log)"
+# Its verdicts on the LoopTimer's cost targets: the pair ratio is judged at
+# the sizes --quick measures (with the spread of the rep-by-rep ratios), the
+# two targets at 100k and 1M pending are said not to be judged.
+grep -qE '^  pair <= 2\.0x the C core.s at each size: [0-9.]+x \[[0-9.]+-[0-9.]+\] at 1000, [0-9.]+x \[[0-9.]+-[0-9.]+\] at 10000 -> (MET|NOT MET)$' "$LOGS/timer-cost.log" &&
+    [ "$(grep -cE '^  (pair <= 120 ns at 100000|churn <= 1\.5x the C core.s at 1000000) pending: -> not judged \(measured at 1000, 10000 pending only\)$' "$LOGS/timer-cost.log")" -eq 2 ] ||
+    fail "timer-cost --quick did not judge its cost targets (log: $LOGS/timer-cost.log)"
+# Several runs, each a process of its own: the first run's table, a line a
+# run, and the targets judged on the median of the runs. A bad count is refused.
+run_logged "$LOGS/timer-cost-runs.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-cost --quick --runs 2 --seed 5
+[ "$RUN_STATUS" -eq 0 ] || fail "timer-cost --quick --runs 2 exited with status $RUN_STATUS (log: $LOGS/timer-cost-runs.log)"
+[ "$(grep -cE '^  seed [56]: pair/C [0-9.]+x, [0-9.]+x; pair at 100000 -; churn/C at 1000000 -$' "$LOGS/timer-cost-runs.log")" -eq 2 ] &&
+    [ "$(grep -c '^TimerKit LoopTimer ' "$LOGS/timer-cost-runs.log")" -eq 2 ] &&
+    grep -qE '^  pair <= 2\.0x the C core.s at each size: [0-9.]+x \[[0-9.]+-[0-9.]+\] at 1000, [0-9.]+x \[[0-9.]+-[0-9.]+\] at 10000 -> (MET|NOT MET)$' "$LOGS/timer-cost-runs.log" &&
+    grep -q '^Targets over the 2 runs ' "$LOGS/timer-cost-runs.log" ||
+    fail "timer-cost --runs 2 did not report each run and judge the targets over both (log: $LOGS/timer-cost-runs.log)"
+run_logged "$LOGS/timer-cost-bad.log" Benchmarks/.build/release/timer-cost --runs 0
+[ "$RUN_STATUS" -eq 64 ] && grep -q -- '--runs needs a number from 1 to 20' "$LOGS/timer-cost-bad.log" ||
+    fail "timer-cost --runs 0 was not refused with status 64 (log: $LOGS/timer-cost-bad.log)"
 run_logged "$LOGS/executor-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/executor-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "executor-peers --quick exited with status $RUN_STATUS (log: $LOGS/executor-peers.log)"
 for side in "actor on a TimerLoop" "default actor, Task.sleep"; do

@@ -528,6 +528,10 @@ struct OpFigure {
     var slowestNs = Double.nan
     var opsPerRep = 0
     var reps = 0
+    /// Each timed repetition's ns per operation, in the order they ran. The
+    /// sides take turns, so rep r of every side ran in the same round, close
+    /// in time: their ratio compares like with like.
+    var repNs: [Double] = []
 
     var json: JSON {
         .object([
@@ -667,7 +671,7 @@ enum ScheduleBench {
                     guard let w = wall[side.name], let c = cpu[side.name] else { continue }
                     let figure = OpFigure(
                         wallNs: median(w), cpuNs: median(c), fastestNs: w.min()!, slowestNs: w.max()!,
-                        opsPerRep: batch[side.name]!, reps: w.count)
+                        opsPerRep: batch[side.name]!, reps: w.count, repNs: w)
                     if kind == .pair { sizeRows[side.name]?.pair = figure } else { sizeRows[side.name]?.churn = figure }
                 }
             }

@@ -11,11 +11,14 @@ public enum TimerCost {
     /// object the loop keeps alive, as it keeps a `LoopTimer` (the least a
     /// Swift API that keeps a handle in one object per timer costs; a
     /// `LoopTimer` keeps the core's record instead), and a malloc'd block
-    /// (the same in C). The text of the table, and the failures.
-    public static func run(quick: Bool, seed: UInt64) -> (text: String, failures: [String]) {
+    /// (the same in C). The text of the table, the failures, and the
+    /// figures the cost targets are judged on.
+    public static func run(quick: Bool, seed: UInt64)
+        -> (text: String, failures: [String], figures: CostTargets.Figures)
+    {
         var failures: [String] = []
         let config = ScheduleConfig(
-            sizes: quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000],
+            sizes: sizes(quick: quick),
             reps: quick ? 3 : 21,
             repTargetNs: quick ? 2_000_000 : 25_000_000)
         let standard = Array(ScheduleSideMaker.standard(quick: quick).prefix(2))
@@ -49,7 +52,25 @@ public enum TimerCost {
             out.append(pad("", 2) + pad("\(size) pending:", 17) + "pair " + added(mine.pair.wallNs, floor.pair.wallNs)
                 + ", churn " + added(mine.churn.wallNs, floor.churn.wallNs))
         }
-        return (out.joined(separator: "\n"), failures)
+        out.append("")
+        out += CostTargets.lines(rows: rows, timerKit: timerKit.name, core: core.name, sizes: config.sizes)
+        let figures = CostTargets.Figures(rows: rows, timerKit: timerKit.name, core: core.name)
+        return (out.joined(separator: "\n"), failures, figures)
+    }
+
+    /// The numbers of pending timers a run measures.
+    public static func sizes(quick: Bool) -> [Int] {
+        quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000]
+    }
+
+    /// One line of a run's figures: "seed 7: pair 1.80x, 1.98x, 1.98x; pair
+    /// at 100000 120 ns; churn at 1000000 1.62x".
+    public static func runLine(seed: UInt64, _ figures: CostTargets.Figures, sizes: [Int]) -> String {
+        let pairs = sizes.map { size in figures.pairRatio[size].map { fixed($0, 2) + "x" } ?? "-" }
+        let pairNs = figures.pairNs[CostTargets.pairNsPending].map { fixed($0, 0) + " ns" } ?? "-"
+        let churn = figures.churnRatio[CostTargets.churnPending].map { fixed($0, 2) + "x" } ?? "-"
+        return "  seed \(seed): pair/C " + pairs.joined(separator: ", ")
+            + "; pair at \(CostTargets.pairNsPending) \(pairNs); churn/C at \(CostTargets.churnPending) \(churn)"
     }
 
     private static func table(_ rows: [ScheduleRow], core coreName: String, sizes: [Int], into out: inout [String]) {

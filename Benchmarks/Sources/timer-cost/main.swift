@@ -1,33 +1,100 @@
 // timer-cost: a TimerKit LoopTimer's schedule + invalidate and churn against
-// the C core's, at 1k, 100k and 1M pending, in one run, in a program without
-// timer-peers' malloc interposer (allocations per timer are counted there).
+// the C core's, at 1k, 100k and 1M pending, the sides side by side in each
+// run, in a program without timer-peers' malloc interposer (allocations per
+// timer are counted there). Each run is a process of its own: a process lays
+// out its memory anew, which moves the figures from one run to the next by
+// more than the reps inside a run differ, so the cost targets are judged on
+// the median of several runs (5 by default, 1 with --quick).
 //
-//   swift run -c release timer-cost [--quick] [--seed N]
+//   swift run -c release timer-cost [--quick] [--seed N] [--runs N]
 import Foundation
 import TimerBench
 
+func usage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("""
+        timer-cost: \(message)
+        usage: timer-cost [--quick] [--seed N] [--runs N]
+
+        """.utf8))
+    exit(64)
+}
+
 var quick = false
 var seed = UInt64(truncatingIfNeeded: monotonicNanoseconds())
+var runs: Int?
+/// Set in a run started by another timer-cost: its figures go on the last line.
+var handsOverFigures = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--quick": quick = true
     case "--seed":
-        guard let value = arguments.popFirst().flatMap({ UInt64($0) }) else {
-            FileHandle.standardError.write(Data("timer-cost: --seed needs a number\n".utf8))
-            exit(64)
-        }
+        guard let value = arguments.popFirst().flatMap({ UInt64($0) }) else { usage("--seed needs a number") }
         seed = value
-    default:
-        FileHandle.standardError.write(Data("""
-            timer-cost: unknown option \(argument)
-            usage: timer-cost [--quick] [--seed N]
-
-            """.utf8))
-        exit(64)
+    case "--runs":
+        guard let value = arguments.popFirst().flatMap({ Int($0) }), (1...20).contains(value) else {
+            usage("--runs needs a number from 1 to 20")
+        }
+        runs = value
+    case "--hand-over-figures": handsOverFigures = true
+    default: usage("unknown option \(argument)")
     }
 }
-let (text, failures) = TimerCost.run(quick: quick, seed: seed)
-print(text)
-for failure in failures { FileHandle.standardError.write(Data("timer-cost: FAILED: \(failure)\n".utf8)) }
-exit(failures.isEmpty ? 0 : 1)
+let runCount = runs ?? (quick ? 1 : 5)
+let figuresPrefix = "figures: "
+
+if runCount == 1 {
+    let (text, failures, figures) = TimerCost.run(quick: quick, seed: seed)
+    print(text)
+    if handsOverFigures { print(figuresPrefix + figures.encoded) }
+    for failure in failures { FileHandle.standardError.write(Data("timer-cost: FAILED: \(failure)\n".utf8)) }
+    exit(failures.isEmpty ? 0 : 1)
+}
+
+// Several runs: each in a process of its own (this program again), seeds
+// `seed`, `seed + 1`, ...; the first run's table is printed in full.
+let program = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+var all: [CostTargets.Figures] = []
+var lines: [String] = []
+var failed = false
+for index in 0..<runCount {
+    let runSeed = seed &+ UInt64(index)
+    let process = Process()
+    process.executableURL = program
+    process.arguments = ["--seed", "\(runSeed)", "--runs", "1", "--hand-over-figures"] + (quick ? ["--quick"] : [])
+    let output = Pipe()
+    process.standardOutput = output
+    do {
+        try process.run()
+    } catch {
+        FileHandle.standardError.write(Data("timer-cost: FAILED: cannot start \(program.path): \(error)\n".utf8))
+        exit(1)
+    }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    var body = text.split(separator: "\n", omittingEmptySubsequences: false)
+    if body.last == "" { body.removeLast() }
+    guard process.terminationStatus == 0, let last = body.last, last.hasPrefix(figuresPrefix),
+        let figures = CostTargets.Figures(decoding: last.dropFirst(figuresPrefix.count))
+    else {
+        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) exited with status \(process.terminationStatus)\n".utf8))
+        print(text)
+        failed = true
+        break
+    }
+    if index == 0 {
+        print("timer-cost: \(runCount) runs, each in a process of its own, seeds \(seed) to \(seed &+ UInt64(runCount - 1)); the first in full:\n")
+        print(body.dropLast().joined(separator: "\n"))
+    }
+    all.append(figures)
+    lines.append(TimerCost.runLine(seed: runSeed, figures, sizes: TimerCost.sizes(quick: quick)))
+}
+if !failed {
+    print("")
+    print("Run by run (the LoopTimer's ratios to the C core, and its pair in ns):")
+    lines.forEach { print($0) }
+    print("")
+    CostTargets.lines(runs: all, sizes: TimerCost.sizes(quick: quick)).forEach { print($0) }
+}
+exit(failed ? 1 : 0)
