@@ -63,8 +63,9 @@ public enum TimerCost {
         quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000]
     }
 
-    /// One line of a run's figures: "seed 7: pair 1.80x, 1.98x, 1.98x; pair
-    /// at 100000 120 ns; churn at 1000000 1.62x".
+    /// One line of a run's figures: "  seed 7: pair/C 1.80x, 1.98x, 1.98x;
+    /// pair at 100000 120 ns; churn/C at 1000000 1.62x" ("-" for a figure
+    /// the run lacks).
     public static func runLine(seed: UInt64, _ figures: CostTargets.Figures, sizes: [Int]) -> String {
         let pairs = sizes.map { size in figures.pairRatio[size].map { fixed($0, 2) + "x" } ?? "-" }
         let pairNs = figures.pairNs[CostTargets.pairNsPending].map { fixed($0, 0) + " ns" } ?? "-"

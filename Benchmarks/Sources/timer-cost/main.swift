@@ -22,7 +22,8 @@ func usage(_ message: String) -> Never {
 var quick = false
 var seed = UInt64(truncatingIfNeeded: monotonicNanoseconds())
 var runs: Int?
-/// Set in a run started by another timer-cost: its figures go on the last line.
+/// Set in a run started by another timer-cost (an option the usage leaves
+/// out): the run's figures go on its last line of output.
 var handsOverFigures = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -53,12 +54,13 @@ if runCount == 1 {
 
 // Several runs: each in a process of its own (this program again), seeds
 // `seed`, `seed + 1`, ...; the first run's table is printed in full.
-let program = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+// This very program, whatever becomes of the file it was started from.
+let program = URL(fileURLWithPath: "/proc/self/exe")
+let seeds = (0..<runCount).map { seed &+ UInt64($0) }
 var all: [CostTargets.Figures] = []
 var lines: [String] = []
 var failed = false
-for index in 0..<runCount {
-    let runSeed = seed &+ UInt64(index)
+for (index, runSeed) in seeds.enumerated() {
     let process = Process()
     process.executableURL = program
     process.arguments = ["--seed", "\(runSeed)", "--runs", "1", "--hand-over-figures"] + (quick ? ["--quick"] : [])
@@ -75,25 +77,36 @@ for index in 0..<runCount {
     let text = String(decoding: data, as: UTF8.self)
     var body = text.split(separator: "\n", omittingEmptySubsequences: false)
     if body.last == "" { body.removeLast() }
-    guard process.terminationStatus == 0, let last = body.last, last.hasPrefix(figuresPrefix),
+    let ended = process.terminationReason == .uncaughtSignal
+        ? "was killed by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
+    guard process.terminationStatus == 0, process.terminationReason == .exit else {
+        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) \(ended)\n".utf8))
+        print(text)
+        failed = true
+        break
+    }
+    guard let last = body.last, last.hasPrefix(figuresPrefix),
         let figures = CostTargets.Figures(decoding: last.dropFirst(figuresPrefix.count))
     else {
-        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) exited with status \(process.terminationStatus)\n".utf8))
+        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) ended without its figures\n".utf8))
         print(text)
         failed = true
         break
     }
     if index == 0 {
-        print("timer-cost: \(runCount) runs, each in a process of its own, seeds \(seed) to \(seed &+ UInt64(runCount - 1)); the first in full:\n")
+        print("timer-cost: \(runCount) runs, each in a process of its own, seeds \(seeds.map(String.init).joined(separator: ", ")); the first in full:\n")
         print(body.dropLast().joined(separator: "\n"))
     }
     all.append(figures)
     lines.append(TimerCost.runLine(seed: runSeed, figures, sizes: TimerCost.sizes(quick: quick)))
 }
-if !failed {
+// The runs that finished, even if a later one failed.
+if !lines.isEmpty {
     print("")
     print("Run by run (the LoopTimer's ratios to the C core, and its pair in ns):")
     lines.forEach { print($0) }
+}
+if !failed {
     print("")
     CostTargets.lines(runs: all, sizes: TimerCost.sizes(quick: quick)).forEach { print($0) }
 }
