@@ -59,7 +59,8 @@ let program = URL(fileURLWithPath: "/proc/self/exe")
 let seeds = (0..<runCount).map { seed &+ UInt64($0) }
 var all: [CostTargets.Figures] = []
 var lines: [String] = []
-var failed = false
+/// Why the runs stopped early, if they did.
+var failure: String?
 for (index, runSeed) in seeds.enumerated() {
     let process = Process()
     process.executableURL = program
@@ -79,35 +80,38 @@ for (index, runSeed) in seeds.enumerated() {
     if body.last == "" { body.removeLast() }
     let ended = process.terminationReason == .uncaughtSignal
         ? "was killed by signal \(process.terminationStatus)" : "exited with status \(process.terminationStatus)"
+    // What the run printed, without the figures it hands over.
+    let printed = body.filter { !$0.hasPrefix(figuresPrefix) }.joined(separator: "\n")
     guard process.terminationStatus == 0, process.terminationReason == .exit else {
-        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) \(ended)\n".utf8))
-        print(text)
-        failed = true
+        print(printed)
+        failure = "run \(index + 1) (seed \(runSeed)) \(ended)"
         break
     }
     guard let last = body.last, last.hasPrefix(figuresPrefix),
         let figures = CostTargets.Figures(decoding: last.dropFirst(figuresPrefix.count))
     else {
-        FileHandle.standardError.write(Data("timer-cost: FAILED: run \(index + 1) (seed \(runSeed)) ended without its figures\n".utf8))
-        print(text)
-        failed = true
+        print(printed)
+        failure = "run \(index + 1) (seed \(runSeed)) ended without its figures"
         break
     }
     if index == 0 {
         print("timer-cost: \(runCount) runs, each in a process of its own, seeds \(seeds.map(String.init).joined(separator: ", ")); the first in full:\n")
-        print(body.dropLast().joined(separator: "\n"))
+        print(printed)
     }
     all.append(figures)
     lines.append(TimerCost.runLine(seed: runSeed, figures, sizes: TimerCost.sizes(quick: quick)))
 }
-// The runs that finished, even if a later one failed.
+// The runs that finished, even if a later one failed; then the verdicts,
+// or why there are none (after everything printed, in a combined log too).
 if !lines.isEmpty {
     print("")
     print("Run by run (the LoopTimer's ratios to the C core, and its pair in ns):")
     lines.forEach { print($0) }
 }
-if !failed {
-    print("")
-    CostTargets.lines(runs: all, sizes: TimerCost.sizes(quick: quick)).forEach { print($0) }
+if let failure {
+    fflush(nil)  // every output stream, standard output with them
+    FileHandle.standardError.write(Data("timer-cost: FAILED: \(failure)\n".utf8))
+    exit(1)
 }
-exit(failed ? 1 : 0)
+print("")
+CostTargets.lines(runs: all, sizes: TimerCost.sizes(quick: quick)).forEach { print($0) }
