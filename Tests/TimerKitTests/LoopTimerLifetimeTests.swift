@@ -38,15 +38,30 @@ private func expectAllFreed(
         sourceLocation: sourceLocation)
 }
 
+/// Runs `body(loop, thread)` on `threads` threads against one loop running on
+/// its own thread, then `finish(loop)`, and expects the loop to end with no
+/// timer pending and every token made meanwhile to be freed.
+private func raceOnRunningLoop(
+    threads: Int, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable (TimerLoop, Int) -> Void,
+    finish: (TimerLoop) -> Void = { _ in }
+) throws {
+    let loop = try TimerLoop.startThread()
+    defer { loop.stop() }
+    let before = tokenCounts()
+    runThreads(threads) { body(loop, $0) }
+    finish(loop)
+    #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 }, sourceLocation: sourceLocation)
+    expectAllFreed(since: before, sourceLocation: sourceLocation)
+}
+
 @Suite("LoopTimer lifetimes across threads", .serialized)
 struct LoopTimerLifetimeTests {
     @Test("many threads schedule and invalidate one-shot and repeating timers on a running loop")
     func scheduleInvalidateStorm() throws {
-        let loop = try TimerLoop.startThread()
-        defer { loop.stop() }
         let fires = Locked(0)
-        let before = tokenCounts()
-        runThreads(6) { thread in
+        // One-shots left alone fire; every repeating timer is invalidated.
+        try raceOnRunningLoop(threads: 6) { loop, thread in
             var rng = SeededGenerator(seed: UInt64(thread) &* 7919 &+ 1)
             var live: [AnyLoopTimer] = []
             var all: [AnyLoopTimer] = []
@@ -81,20 +96,12 @@ struct LoopTimerLifetimeTests {
             for t in live { t.invalidate() }
             for t in all { t.invalidate() }
         }
-        // Outstanding repeating timers that were neither invalidated nor
-        // self-invalidating are left: invalidate by draining: wait for the
-        // rest (one-shots fire, repeaters kept in `live` were invalidated).
-        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        expectAllFreed(since: before)
         #expect(fires.value > 0)
     }
 
     @Test("repeating timers with a tiny interval invalidated from another thread as they fire")
     func invalidateWhileFiring() throws {
-        let loop = try TimerLoop.startThread()
-        defer { loop.stop() }
-        let before = tokenCounts()
-        runThreads(4) { thread in
+        try raceOnRunningLoop(threads: 4) { loop, _ in
             for _ in 0..<4000 {
                 let token = Token()
                 let started = Locked(false)
@@ -108,16 +115,11 @@ struct LoopTimerLifetimeTests {
                 timer.invalidate()
             }
         }
-        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        expectAllFreed(since: before)
     }
 
     @Test("one-shots fire on the loop thread as other threads invalidate them, and are freed")
     func oneShotRace() throws {
-        let loop = try TimerLoop.startThread()
-        defer { loop.stop() }
-        let before = tokenCounts()
-        runThreads(4) { thread in
+        try raceOnRunningLoop(threads: 4) { loop, thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 99)
             for _ in 0..<5000 {
                 let token = Token()
@@ -131,17 +133,12 @@ struct LoopTimerLifetimeTests {
                 if rng.chance(20) { timer.fire() }
             }
         }
-        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        expectAllFreed(since: before)
     }
 
     @Test("fire() by hand from threads while the loop fires and others invalidate")
     func fireByHandRace() throws {
-        let loop = try TimerLoop.startThread()
-        defer { loop.stop() }
-        let before = tokenCounts()
         let shared = Locked<[AnyLoopTimer]>([])
-        runThreads(6) { thread in
+        try raceOnRunningLoop(threads: 6) { loop, thread in
             var rng = SeededGenerator(seed: UInt64(thread) + 1234)
             for _ in 0..<4000 {
                 switch thread % 3 {
@@ -167,11 +164,10 @@ struct LoopTimerLifetimeTests {
                     t?.invalidate()
                 }
             }
+        } finish: { _ in
+            for t in shared.withLock({ $0 }) { t.invalidate() }
+            shared.withLock { $0.removeAll() }
         }
-        for t in shared.withLock({ $0 }) { t.invalidate() }
-        shared.withLock { $0.removeAll() }
-        #expect(waitUntil(.seconds(10)) { loop.statistics.pending == 0 })
-        expectAllFreed(since: before)
     }
 
     @Test("loop deinit with invalidated-while-running and pending timers")
