@@ -26,6 +26,12 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       7  A run that returns right after a pass that fired timers (with
+ *          TK_RUN_ONCE, or at its deadline) first handles the descriptors
+ *          ready then and a wake-up asked for, without waiting, as every
+ *          pass does (it returned before them, so a timer due at every pass
+ *          kept them waiting through any number of TK_RUN_ONCE runs, and a
+ *          run whose deadline had passed skipped them).
  *       6  Added: tk_timer_record, TK_TIMER_RECORD_INIT,
  *          tk_loop_schedule_record, tk_loop_cancel_take.
  *       5  A manual loop's tk_loop_run with a deadline ends with a pass at
@@ -64,7 +70,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 6
+#define TK_API_VERSION 7
 
 /* ------------------------------------------------------------------------
  * Types
@@ -304,7 +310,8 @@ typedef enum tk_run_result {
 
 /** tk_loop_run flag: make one pass, waiting until something happens. */
 #define TK_RUN_ONCE 0x1u
-/** tk_loop_run flag: make one pass without waiting. */
+/** tk_loop_run flag: make one pass without waiting (with TK_RUN_ONCE too:
+ * the pass does not wait either way). */
 #define TK_RUN_NOWAIT 0x2u
 /** tk_loop_run's `deadline_ns` for "no time limit". */
 #define TK_FOREVER INT64_MAX
@@ -419,9 +426,12 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * reschedules fires in a later pass, even with a deadline long past, without
  * holding up the due timers behind it; a due timer of the mode that a nested
  * run in another mode sets aside is the pass's again once that run returns.
- * Then the pass handles ready descriptors, then the loop sleeps until the earliest
+ * Then the pass handles ready descriptors and a wake-up asked for (see
+ * tk_loop_set_wakeup_handler), then the loop sleeps until the earliest
  * (deadline + leeway) among the mode's timers, so timers close together share
- * one wake-up. A timer that came due while the loop ran a mode outside its
+ * one wake-up. A pass after which the run returns (see the checks below)
+ * does not sleep, but still handles what is ready then, so a timer due at
+ * every pass does not keep descriptors or wake-ups waiting. A timer that came due while the loop ran a mode outside its
  * set fires once when the loop next runs a mode of its set.
  *
  * May be called from a callback of the same loop on the same thread (a

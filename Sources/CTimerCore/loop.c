@@ -457,6 +457,39 @@ static void read_clocks_in_use(const tk_loop *loop, int64_t now[TK_CLOCK_COUNT])
     }
 }
 
+/* Calls the wake-up handler if a wake-up was asked for: returns 1 if one
+ * was (taken even with no handler), else 0. Lock held; dropped around the
+ * call. */
+static int take_wakeup(tk_loop *loop) {
+    if (!loop->wakeup_requested) return 0;
+    /* Cleared first: a wake-up asked for while the handler runs makes
+     * another pass call it again. */
+    loop->wakeup_requested = 0;
+    tk_wakeup_fn fn = loop->wakeup_fn;
+    if (fn != NULL) {
+        void *context = loop->wakeup_context;
+        pthread_mutex_unlock(&loop->lock);
+        fn(loop, context);
+        pthread_mutex_lock(&loop->lock);
+    }
+    return 1;
+}
+
+/* The end of a pass after which the run returns: polls the descriptors
+ * without waiting, handles the ready ones, and takes a wake-up asked for.
+ * Not a wake-up in the statistics: nothing was waited for. 0 or -errno.
+ * Lock held. */
+static int serve_ready(tk_loop *loop, struct epoll_event *events) {
+    int count;
+    do {
+        count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
+    } while (count < 0 && errno == EINTR);
+    if (count < 0) return -errno;
+    handle_events(loop, events, count);
+    take_wakeup(loop);
+    return 0;
+}
+
 static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
     struct epoll_event events[EVENT_BATCH];
     /* A manual loop's run with a deadline does not wait for time: it moves
@@ -489,14 +522,34 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             loop->stop_requested = 0;
             return TK_RUN_STOPPED;
         }
-        if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
         /* `now` may be a little stale after the callbacks: a target that
          * passed meanwhile arms a timerfd in the past, which fires at once.
          * A run that moves time ends after the pass it makes at until_ns
          * (see below). */
-        if (at_deadline ||
-            (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT)))) {
-            return TK_RUN_TIMED_OUT;
+        int ending = 0;
+        if ((flags & TK_RUN_ONCE) && handled > 0) {
+            ending = TK_RUN_PASSED;
+        } else if (at_deadline || (now[TK_CLOCK_MONOTONIC] >= until_ns &&
+                                   (!moves_time || (flags & TK_RUN_NOWAIT)))) {
+            ending = TK_RUN_TIMED_OUT;
+        }
+        if (ending) {
+            /* The run returns after this pass. If the pass fired timers, or
+             * is the run's first, it still ends as every pass does: with the
+             * ready descriptors and a wake-up asked for, only without
+             * waiting (otherwise a timer due at every pass would starve
+             * them in a series of TK_RUN_ONCE runs). After a pass that
+             * fired nothing, the descriptors were just handled, at the end
+             * of the one before. */
+            if (fired > 0 || !waited) {
+                int served = serve_ready(loop, events);
+                if (served < 0) return served;
+                if (loop->stop_requested) {
+                    loop->stop_requested = 0;
+                    return TK_RUN_STOPPED;
+                }
+            }
+            return ending;
         }
         /* A precise timer due within the margin: spin to it, and fire it in
          * the next pass. A spin is never followed by another before the
@@ -535,19 +588,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             return -wait_error;
         }
         handled += handle_events(loop, events, count);
-        if (loop->wakeup_requested) {
-            /* Cleared first: a wake-up asked for while the handler runs
-             * makes another pass call it again. */
-            loop->wakeup_requested = 0;
-            handled++;
-            tk_wakeup_fn fn = loop->wakeup_fn;
-            if (fn != NULL) {
-                void *context = loop->wakeup_context;
-                pthread_mutex_unlock(&loop->lock);
-                fn(loop, context);
-                pthread_mutex_lock(&loop->lock);
-            }
-        }
+        handled += take_wakeup(loop);
         /* Time moves unless the run is about to return anyway: to the next
          * wake-up, or, with none left before until_ns, to until_ns, where a
          * real run wakes for its deadline and makes a last pass. That pass

@@ -168,9 +168,102 @@ static void test_manual_passes(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A pass after which the run returns (TK_RUN_ONCE once something was
+ * handled, or a deadline reached) still ends with the ready descriptors and
+ * the wake-up asked for: a timer due at every pass does not starve them. */
+typedef struct ready_counts {
+    int fires, reads, wakeups;
+    int stop_on_read; /* the descriptor's callback stops the run */
+} ready_counts;
+
+static ready_counts g_ready;
+
+static void read_one(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)events;
+    (void)context;
+    char byte;
+    CHECK_EQ(read(fd, &byte, 1), 1);
+    g_ready.reads++;
+    if (g_ready.stop_on_read) CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+static void count_wakeup(tk_loop *loop, void *context) {
+    (void)loop;
+    (void)context;
+    g_ready.wakeups++;
+}
+
+/* Due again at once: fires at every pass. */
+static void always_due(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)missed;
+    (void)context;
+    g_ready.fires++;
+    tk_timer_spec now = {0};
+    CHECK_EQ(tk_loop_reschedule(loop, timer, &now), 0);
+}
+
+static void ready_after_returning_passes(int manual) {
+    memset(&g_ready, 0, sizeof g_ready);
+    tk_loop *loop;
+    CHECK_EQ(manual ? tk_loop_create_manual(&loop, 0) : tk_loop_create(&loop), 0);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, read_one, NULL), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, count_wakeup, NULL), 0);
+    tk_timer_spec now_spec = {0};
+    tk_timer_id timer;
+    CHECK_EQ(tk_loop_schedule(loop, &now_spec, always_due, NULL, &timer), 0);
+
+    /* TK_RUN_ONCE: each run fires the timer and returns, and the first
+     * also serves the byte and the wake-up. */
+    CHECK_EQ(write(fds[1], "a", 1), 1);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(g_ready.fires, 1);
+    CHECK_EQ(g_ready.reads, 1);
+    CHECK_EQ(g_ready.wakeups, 1);
+    for (int i = 0; i < 20; i++) CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(g_ready.fires, 21);
+    CHECK_EQ(g_ready.reads, 1);
+    CHECK_EQ(g_ready.wakeups, 1);
+
+    /* A deadline already reached, with and without TK_RUN_NOWAIT. */
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(write(fds[1], "b", 1), 1);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, now - 1, TK_RUN_NOWAIT), TK_RUN_TIMED_OUT);
+    CHECK_EQ(g_ready.reads, 2);
+    CHECK_EQ(g_ready.wakeups, 2);
+    CHECK_EQ(write(fds[1], "c", 1), 1);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, now - 1, 0), TK_RUN_TIMED_OUT);
+    CHECK_EQ(g_ready.reads, 3);
+    CHECK_EQ(g_ready.wakeups, 3);
+
+    /* A stop from that last part of the pass comes first. */
+    g_ready.stop_on_read = 1;
+    CHECK_EQ(write(fds[1], "d", 1), 1);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_STOPPED);
+    CHECK_EQ(g_ready.reads, 4);
+    CHECK_EQ(tk_loop_take_stop(loop), 0); /* the run took it */
+
+    CHECK(g_ready.fires >= 24);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, fds[0]), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void test_returning_passes_serve_what_is_ready(void) {
+    ready_after_returning_passes(0);
+    ready_after_returning_passes(1);
+}
+
 static const test_case tests[] = {
     {"posted_work_from_threads", test_posted_work_from_threads, 300},
     {"manual_passes", test_manual_passes, 60},
+    {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
 };
 
 int main(int argc, char **argv) {

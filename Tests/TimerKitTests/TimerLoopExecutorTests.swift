@@ -144,6 +144,49 @@ struct TimerLoopExecutorTests {
         }
         #expect(done.value == true)
     }
+
+    @Test("runOnce() runs the jobs even when a timer is due at every pass")
+    func jobsRunBesideAlwaysDueTimer() async throws {
+        let loop = try TimerLoop.manual()
+        let due = AlwaysDue(loop: loop)
+        try due.arm()
+        let actor = LoopActor(loop: loop)
+        let done = Locked(false)
+        Task { await actor.increment(); done.withLock { $0 = true } }
+        // Each waiting run fires the timer and returns; the pass that does
+        // so must still run the job queued meanwhile.
+        var passes = 0
+        while !done.value && passes < 100_000 {
+            #expect(try loop.runOnce() == .passed)
+            passes += 1
+            await Task.yield()
+        }
+        // `done` is set once the actor's job has run (on this thread, in a
+        // pass); asking the actor now would queue a job no run serves.
+        #expect(done.value)
+        #expect(due.fires.value == passes)
+        due.stop()
+    }
+}
+
+/// A one-shot timer due at once that schedules the next one from its
+/// action: a manual loop finds one due at every pass.
+final class AlwaysDue: Sendable {
+    let loop: TimerLoop
+    let fires = Locked(0)
+    private let current = Locked<LoopTimer<MonotonicClock>?>(nil)
+
+    init(loop: TimerLoop) { self.loop = loop }
+
+    func arm() throws {
+        let timer = try loop.schedule(after: .zero) { [self] _, _ in
+            fires.withLock { $0 += 1 }
+            try? arm()
+        }
+        current.withLock { $0 = timer }
+    }
+
+    func stop() { current.withLock { $0?.invalidate(); $0 = nil } }
 }
 
 /// An actor whose job runs the loop nested, as a modal loop does.
