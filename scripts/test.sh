@@ -541,7 +541,27 @@ run_logged "$LOGS/timerkit-build.log" swift build -c release --product timerkit
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --product timerkit failed (log: $LOGS/timerkit-build.log)"
 run_logged "$LOGS/timerkit-clocks.log" .build/release/timerkit clocks
 [ "$RUN_STATUS" -eq 0 ] || fail "timerkit clocks exited with status $RUN_STATUS"
-end_stage "timerkit ran"
+# A command line it cannot use is refused with status 64, a line that says
+# why, and the usage.
+timerkit_refuses() {
+    local why=$1 status=0 output
+    shift
+    output=$(.build/release/timerkit "$@" 2>&1) || status=$?
+    if [ "$status" -ne 64 ] || ! grep -qx "timerkit: $why" <<<"$output" ||
+        ! grep -q '^usage: timerkit clocks' <<<"$output"; then
+        fail "timerkit $* was not refused with 64, 'timerkit: $why' and the usage (status $status: $output)"
+    fi
+    PASSED=$((PASSED + 1))
+}
+timerkit_refuses "no command given"
+timerkit_refuses "unknown command bogus" bogus
+timerkit_refuses "clocks takes no arguments (got --json)" clocks --json
+help_status=0
+help_output=$(.build/release/timerkit --help) || help_status=$?
+[ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
+    fail "timerkit --help did not print the usage with status 0 (status $help_status)"
+PASSED=$((PASSED + 1))
+end_stage "timerkit ran; --help, and 3 bad command lines refused"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

@@ -165,6 +165,10 @@ public final class CountdownCenter: Sendable {
     /// Adds a countdown that ends at `end` of the boot clock (placed in
     /// server time, through the trusted clock, on a trusted center).
     ///
+    /// A `group` made by another center is ignored: the countdown is added
+    /// in no group (observing such a group throws
+    /// ``CountdownError/noSuchGroup(_:)``).
+    ///
     /// - Complexity: O(log n).
     @discardableResult
     public func add(endingAt end: BootClock.Instant, in group: CountdownGroup? = nil) -> Countdown {
@@ -172,6 +176,10 @@ public final class CountdownCenter: Sendable {
     }
 
     /// Adds a countdown that ends at `end`, a server-time instant.
+    ///
+    /// A `group` made by another center is ignored: the countdown is added
+    /// in no group (observing such a group throws
+    /// ``CountdownError/noSuchGroup(_:)``).
     ///
     /// - Throws: ``CountdownError/needsTrustedClock`` on a boot-clock center.
     /// - Complexity: O(log n).
@@ -188,6 +196,10 @@ public final class CountdownCenter: Sendable {
     /// instant the server's reply arrived (now, by default). On a trusted
     /// center the end is placed in server time with the clock's estimate at
     /// `measuredAt`, and a later re-sync moves it with server time.
+    ///
+    /// A `group` made by another center is ignored: the countdown is added
+    /// in no group (observing such a group throws
+    /// ``CountdownError/noSuchGroup(_:)``).
     ///
     /// - Complexity: O(log n).
     @discardableResult

@@ -55,7 +55,8 @@ public final class ManualClock: TimerClock, Sendable {
 
     /// Suspends until the clock is advanced to `deadline` (plus at most
     /// `tolerance`, shared with other sleeps as on a real clock). A deadline
-    /// the clock has reached returns at once, as on a real clock.
+    /// the clock has reached returns at once, as on a real clock. A negative
+    /// tolerance counts as none, as the standard library's clocks take it.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.

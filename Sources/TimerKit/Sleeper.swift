@@ -45,6 +45,7 @@ final class Sleeper: LoopWaiter {
         isolation: isolated (any Actor)? = #isolation
     ) async throws {
         let sleeper = Sleeper(loop: loop, settled: settled)
+        // A negative tolerance counts as none (documented on the sleeps).
         let leeway = max(0, tolerance?.saturatingNanoseconds ?? 0)
         let spec = tk_timer_spec(
             clock: clock.rawClock, delay_ns: 0, deadline_ns: deadline, interval_ns: 0,

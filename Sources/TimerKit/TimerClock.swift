@@ -43,6 +43,8 @@ extension KernelClock {
     }
 
     /// Suspends until the clock reads `deadline`, at most `tolerance` later.
+    /// A negative tolerance counts as none, as the standard library's clocks
+    /// take it.
     ///
     /// It runs on the caller's executor. On a loop's executor (an actor or a
     /// task on a ``TimerLoop``), the sleep's timer goes on that loop and the

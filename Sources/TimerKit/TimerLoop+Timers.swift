@@ -82,7 +82,8 @@ extension TimerLoop {
     /// `tolerance` later; the loop's thread resumes the task. On a manual
     /// loop, the sleep ends when its time is moved there, or, if it is there
     /// already, at once, on the calling thread. The sleep is served in every
-    /// mode.
+    /// mode. A negative tolerance counts as none, as the standard library's
+    /// clocks take it.
     ///
     /// ```swift
     /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))

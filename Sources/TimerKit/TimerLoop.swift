@@ -33,6 +33,13 @@ import Musl
 /// which fire due timers synchronously, in order, on the calling thread. That
 /// is how code built on timers is tested deterministically.
 ///
+/// Lifetime: what is scheduled on a loop keeps the loop alive, as the loop
+/// keeps it (a ``LoopTimer``, a ``PerformRequest``, a ``FrameTicker``, a
+/// sleep). A loop let go of with such work pending stays, with its
+/// descriptors, until the work ends: it fires (run the loop), or is
+/// invalidated or cancelled. A loop with nothing pending is freed when its
+/// last reference goes.
+///
 /// Thread safety: every method may be called from any thread. Running is
 /// exclusive: a second thread that tries to run the loop while one runs it
 /// gets ``TimerError/busy``.

@@ -85,7 +85,7 @@ public struct TimeSample: Sendable, Hashable {
 
     /// Why the sample cannot be used, or `nil`.
     var problem: String? {
-        if serverTime < .nanoseconds(Int64.min) || serverTime > .nanoseconds(Int64.max) {
+        if !Self.readable(serverTime) {
             return "a server time outside the years 1677 to 2262, which clock readings hold"
         }
         if receivedAt < sentAt { return "received before it was sent" }
@@ -96,7 +96,18 @@ public struct TimeSample: Sendable, Hashable {
         if serverProcessingTime > receivedAt - sentAt {
             return "the server held the request longer than the round trip"
         }
+        // The figures the clock keeps, checked once the ones above are: a
+        // resolution or uncertainty of centuries would otherwise saturate.
+        if !Self.readable(serverTimeAtMidpoint) {
+            return "a server time outside the years 1677 to 2262 once half its resolution is added"
+        }
+        if !Self.readable(errorBound) { return "an error bound longer than clock readings hold (292 years)" }
         return nil
+    }
+
+    /// Whether a clock reading (signed 64-bit nanoseconds) holds `duration`.
+    private static func readable(_ duration: Duration) -> Bool {
+        duration >= .nanoseconds(Int64.min) && duration <= .nanoseconds(Int64.max)
     }
 }
 

@@ -345,9 +345,12 @@ public final class TrustedClock: Clock, Sendable {
     /// either direction.
     ///
     /// - Throws: ``TrustedTimeError/invalidSample(_:)`` for a sample that
-    ///   cannot be right (received before it was sent, a negative figure, a
-    ///   server time outside the years 1677 to 2262, which clock readings
-    ///   hold), or whose reply is later than the boot clock now.
+    ///   cannot be right (received before it was sent, a negative
+    ///   resolution, processing time or uncertainty, a server time outside
+    ///   the years 1677 to 2262, which clock readings hold, also once half
+    ///   its resolution is added, or an error bound longer than they hold),
+    ///   or whose reply is later than the boot clock now. A server time
+    ///   before 1970 is negative, and valid.
     @discardableResult
     public func sync(with sample: TimeSample) throws(TrustedTimeError) -> TrustedTime {
         if let problem = sample.problem { throw .invalidSample(problem) }

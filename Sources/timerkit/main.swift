@@ -31,14 +31,20 @@ let usage = """
 
     """
 
+/// Refuses the command line: `message`, then the usage, on standard error,
+/// and status 64 (EX_USAGE).
+func refuse(_ message: String) -> Int32 {
+    printError("timerkit: \(message)\n\(usage)")
+    return 64
+}
+
 func runCommand(_ arguments: [String]) -> Int32 {
-    guard let command = arguments.first else {
-        FileHandle.standardError.write(Data(usage.utf8))
-        return 64
-    }
+    guard let command = arguments.first else { return refuse("no command given") }
     switch command {
     case "clocks":
-        guard arguments.count == 1 else { break }
+        guard arguments.count == 1 else {
+            return refuse("clocks takes no arguments (got \(arguments.dropFirst().joined(separator: " ")))")
+        }
         return ClocksCommand.run()
     case "trusted-time":
         return TrustedTimeCommand.run(arguments.dropFirst())
@@ -50,10 +56,8 @@ func runCommand(_ arguments: [String]) -> Int32 {
         print(usage, terminator: "")
         return 0
     default:
-        break
+        return refuse("unknown command \(command)")
     }
-    FileHandle.standardError.write(Data(usage.utf8))
-    return 64
 }
 
 exit(runCommand(Array(CommandLine.arguments.dropFirst())))

@@ -277,6 +277,11 @@ struct CountdownCenterTests {
         #expect(center.remaining(foreign) == nil)
         #expect(other.remaining(foreign) == .seconds(5))
         #expect(center.count == 1)
+        // Adding with another center's group adds the countdown, in no group.
+        let stray = center.add(remaining: .seconds(5), in: foreignGroup)
+        #expect(center.contains(stray))
+        #expect(center.remove(stray))
+        #expect(center.count == 1)
         #expect(!center.isTicking)
         #expect(throws: CountdownError.timer(.noModes)) { try CountdownCenter(loop: loop, modes: []) }
     }

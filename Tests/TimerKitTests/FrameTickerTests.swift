@@ -265,7 +265,7 @@ struct FrameTickerTests {
         }
         let loop = try TimerLoop.manual(startingAt: start)
         var scene: Scene? = Scene()
-        weak var weakScene = scene
+        weak let weakScene = scene
         let drawn = scene!.drawn
         let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 100), target: scene!) {
             scene, _, _ in scene.drawn.withLock { $0 += 1 }

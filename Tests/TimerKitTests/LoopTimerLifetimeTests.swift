@@ -190,6 +190,31 @@ struct LoopTimerLifetimeTests {
         expectAllFreed(since: before)
     }
 
+    @Test("a loop let go of stays while a timer is pending on it, and goes once it is invalidated or fired")
+    func pendingWorkKeepsLoop() throws {
+        weak var weakLoop: TimerLoop?
+        var timer: LoopTimer<MonotonicClock>?
+        do {
+            let loop = try TimerLoop()
+            weakLoop = loop
+            timer = try loop.schedule(after: .seconds(3600)) { _, _ in }
+        }
+        #expect(weakLoop != nil, "the pending timer keeps its loop")
+        timer?.invalidate()
+        #expect(weakLoop == nil, "invalidated, it lets go of the loop, which is freed")
+        let fired = Locked(false)
+        do {
+            let loop = try TimerLoop.manual()
+            weakLoop = loop
+            try loop.schedule(after: .seconds(1)) { _, _ in fired.withLock { $0 = true } }
+        }
+        #expect(weakLoop != nil)
+        try weakLoop?.advance(by: .seconds(1))
+        #expect(fired.value)
+        #expect(weakLoop == nil, "fired, the one-shot lets go of the loop")
+        timer = nil
+    }
+
     @Test("self-invalidation races external invalidation; loops stopped and dropped with timers mid-callback")
     func selfAndExternalInvalidate() throws {
         let before = tokenCounts()

@@ -57,6 +57,17 @@ struct ManualClockTests {
         #expect(clock.now == .init(offset: .seconds(103)))
     }
 
+    @Test("a negative tolerance counts as none: the sleep ends at its deadline, not before")
+    func negativeTolerance() async throws {
+        let clock = try ManualClock()
+        let task = Task { try await clock.sleep(for: .seconds(10), tolerance: .seconds(-5)); return clock.now }
+        await clock.waitForSleepers(1)
+        #expect(try clock.advance(by: .seconds(9)) == 0)
+        #expect(clock.pendingSleeps == 1)
+        #expect(try clock.advance(by: .seconds(1)) == 1)
+        #expect(try await task.value == ManualClock.Instant(offset: .seconds(10)))
+    }
+
     @Test("sleeps with tolerance share one wake-up")
     func toleranceSharesWakeups() async throws {
         let clock = try ManualClock()

@@ -189,6 +189,28 @@ struct TrustedClockTests {
         #expect(throws: outside) {
             try clock.sync(with: TimeSample(httpDate: "Sat, 01 Jan 1600 00:00:00 GMT", sentAt: now, receivedAt: now))
         }
+        // A resolution or an uncertainty of centuries: refused, where the
+        // clock would have moved to the end of its range.
+        let lastSecond = Duration.nanoseconds(Int64.max) - .seconds(1)
+        #expect(throws: TrustedTimeError.invalidSample(
+            "a server time outside the years 1677 to 2262 once half its resolution is added")) {
+            try clock.sync(with: TimeSample(
+                serverTime: .seconds(1), sentAt: now, receivedAt: now, serverResolution: .seconds(Int64.max)))
+        }
+        #expect(throws: TrustedTimeError.invalidSample(
+            "a server time outside the years 1677 to 2262 once half its resolution is added")) {
+            try clock.sync(with: TimeSample(
+                serverTime: lastSecond, sentAt: now, receivedAt: now, serverResolution: .seconds(4)))
+        }
+        let tooUncertain = TrustedTimeError.invalidSample(
+            "an error bound longer than clock readings hold (292 years)")
+        for uncertainty in [Duration.seconds(Int64.max), .nanoseconds(Int64.max)] {
+            #expect(throws: tooUncertain) {
+                try clock.sync(with: TimeSample(
+                    serverTime: .seconds(1), sentAt: now - .seconds(1), receivedAt: now,
+                    serverUncertainty: uncertainty))
+            }
+        }
         #expect(clock.samples == [good])
         #expect(clock.now.sinceEpoch == readings.truth)
     }
