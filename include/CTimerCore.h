@@ -26,12 +26,16 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
- *       7  A run that returns right after a pass that fired timers (with
- *          TK_RUN_ONCE, or at its deadline) first handles the descriptors
- *          ready then and a wake-up asked for, without waiting, as every
- *          pass does (it returned before them, so a timer due at every pass
- *          kept them waiting through any number of TK_RUN_ONCE runs, and a
- *          run whose deadline had passed skipped them).
+ *       7  A fix to what tk_loop_run always said, which no code could be
+ *          made to fail loudly for: a run that returns right after a pass
+ *          that fired timers (with TK_RUN_ONCE, or at its deadline) first
+ *          handles the descriptors ready then and a wake-up asked for,
+ *          without waiting, as every pass does (it returned before them, so
+ *          a timer due at every pass kept them waiting through any number of
+ *          TK_RUN_ONCE runs, and a run whose deadline had passed skipped
+ *          them); TK_RUN_ONCE with a passed deadline returns TK_RUN_PASSED
+ *          if that handled something; a nested run that polls ends the
+ *          handing out of the outer pass's events.
  *       6  Added: tk_timer_record, TK_TIMER_RECORD_INIT,
  *          tk_loop_schedule_record, tk_loop_cancel_take.
  *       5  A manual loop's tk_loop_run with a deadline ends with a pass at
@@ -276,7 +280,8 @@ typedef struct tk_loop_stats {
     uint64_t pending;
     /**
      * Times the loop returned from waiting (or, manual, moved time to a
-     * target or to a run's deadline).
+     * target or to a run's deadline). The poll without waiting that ends a
+     * pass after which a run returns is not one.
      */
     uint64_t wakeups;
     /**
@@ -430,8 +435,14 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * tk_loop_set_wakeup_handler), then the loop sleeps until the earliest
  * (deadline + leeway) among the mode's timers, so timers close together share
  * one wake-up. A pass after which the run returns (see the checks below)
- * does not sleep, but still handles what is ready then, so a timer due at
- * every pass does not keep descriptors or wake-ups waiting. A timer that came due while the loop ran a mode outside its
+ * does not sleep, but still polls, without waiting, and handles what is
+ * ready, unless the poll that ended the pass before already handled
+ * something or this pass fired nothing since it (and no spin came between):
+ * so a timer due at every pass does not keep descriptors or wake-ups
+ * waiting, and a TK_RUN_ONCE run hands a ready descriptor out once. When a
+ * callback runs a nested run that polls, the rest of the events the outer
+ * pass polled are dropped (they may be stale); what is still ready comes
+ * at the outer run's next poll. A timer that came due while the loop ran a mode outside its
  * set fires once when the loop next runs a mode of its set.
  *
  * May be called from a callback of the same loop on the same thread (a

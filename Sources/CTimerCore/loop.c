@@ -376,9 +376,14 @@ static void release_io_call(tk_loop *loop, struct tk__io_call *call) {
 /* Handles what epoll_wait reported. Returns how many events were handled
  * (a timerfd expiring counts only through the timers it fires). Lock held;
  * dropped around watch callbacks, which never run again while they run. */
+/* Hands out a batch of events. Once a callback has run a nested run that
+ * polled, the rest of the batch may be stale (a descriptor it reports may
+ * have been served, and drained, by that run): it is dropped, and what is
+ * still ready is reported by the next poll (watches are level-triggered). */
 static int handle_events(tk_loop *loop, const struct epoll_event *events, int count) {
     int handled = 0;
-    for (int i = 0; i < count; i++) {
+    uint32_t polls = loop->polls;
+    for (int i = 0; i < count && loop->polls == polls; i++) {
         uint64_t data = events[i].data.u64;
         if (data & INTERNAL_TAG) {
             uint32_t index = (uint32_t)(data & ~INTERNAL_TAG);
@@ -477,17 +482,17 @@ static int take_wakeup(tk_loop *loop) {
 
 /* The end of a pass after which the run returns: polls the descriptors
  * without waiting, handles the ready ones, and takes a wake-up asked for.
- * Not a wake-up in the statistics: nothing was waited for. 0 or -errno.
- * Lock held. */
+ * Not a wake-up in the statistics: nothing was waited for. Returns how many
+ * it handled, or -errno. Lock held. */
 static int serve_ready(tk_loop *loop, struct epoll_event *events) {
     int count;
     do {
         count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
     } while (count < 0 && errno == EINTR);
+    loop->polls++;
     if (count < 0) return -errno;
-    handle_events(loop, events, count);
-    take_wakeup(loop);
-    return 0;
+    int handled = handle_events(loop, events, count);
+    return handled + take_wakeup(loop);
 }
 
 static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
@@ -498,6 +503,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int at_deadline = 0; /* moved time to until_ns for a last pass there */
     int waited = 0;
     int spun = 0; /* the last pass spun for a precise timer */
+    int last_poll_handled = 0; /* what the last poll's events and wake-up were */
     int64_t handled = 0;
     if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
@@ -534,20 +540,24 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             ending = TK_RUN_TIMED_OUT;
         }
         if (ending) {
-            /* The run returns after this pass. If the pass fired timers, or
-             * is the run's first, it still ends as every pass does: with the
-             * ready descriptors and a wake-up asked for, only without
-             * waiting (otherwise a timer due at every pass would starve
-             * them in a series of TK_RUN_ONCE runs). After a pass that
-             * fired nothing, the descriptors were just handled, at the end
-             * of the one before. */
-            if (fired > 0 || !waited) {
+            /* The run returns after this pass, which still ends as every
+             * pass does, with the ready descriptors and a wake-up asked for,
+             * only without waiting (otherwise a timer due at every pass
+             * would starve them in a series of TK_RUN_ONCE runs) -- unless
+             * the poll that ended the pass before served them already and
+             * nothing came between: no spin, and this pass fired nothing
+             * or that poll handled something (served once per run, then). */
+            if (!waited || spun || (fired > 0 && last_poll_handled == 0)) {
                 int served = serve_ready(loop, events);
                 if (served < 0) return served;
+                handled += served;
                 if (loop->stop_requested) {
                     loop->stop_requested = 0;
                     return TK_RUN_STOPPED;
                 }
+                /* In the documented order: something handled comes before
+                 * the deadline. */
+                if ((flags & TK_RUN_ONCE) && handled > 0) ending = TK_RUN_PASSED;
             }
             return ending;
         }
@@ -565,6 +575,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             /* Descriptors are only polled: time moves below instead. */
             count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
             wait_error = count < 0 ? errno : 0;
+            loop->polls++;
         } else {
             /* A run that will not wait arms nothing: it needs no descriptor,
              * and the next run that waits plans for itself. */
@@ -580,6 +591,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             wait_error = count < 0 ? errno : 0;
             pthread_mutex_lock(&loop->lock);
             loop->sleeping = 0;
+            loop->polls++;
             loop->stats.wakeups++;
         }
         waited = 1;
@@ -587,8 +599,9 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             if (wait_error == EINTR) continue;
             return -wait_error;
         }
-        handled += handle_events(loop, events, count);
-        handled += take_wakeup(loop);
+        last_poll_handled = handle_events(loop, events, count);
+        last_poll_handled += take_wakeup(loop);
+        handled += last_poll_handled;
         /* Time moves unless the run is about to return anyway: to the next
          * wake-up, or, with none left before until_ns, to until_ns, where a
          * real run wakes for its deadline and makes a last pass. That pass

@@ -161,6 +161,9 @@ struct tk_loop {
 
     tk__watch_table watches;
     uint32_t watch_generation;
+    /* Counts the loop's epoll_wait calls: a batch of events being handed
+     * out stops once a nested run has polled (see handle_events). */
+    uint32_t polls;
     /* The watches whose callbacks run now, innermost first: frames on the
      * stack of handle_events (loop.c), so that a nested run leaves their fds
      * alone until the callbacks return. */

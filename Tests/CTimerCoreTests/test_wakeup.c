@@ -8,6 +8,7 @@
 #include "CTimerCore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -260,10 +261,106 @@ static void test_returning_passes_serve_what_is_ready(void) {
     ready_after_returning_passes(1);
 }
 
+/* One TK_RUN_ONCE run hands a ready descriptor out once, also when its
+ * callback schedules a timer due at once (the pass that fires it does not
+ * poll again); TK_RUN_ONCE with a deadline already passed returns
+ * TK_RUN_PASSED when the pass handled something. */
+static int g_unread_calls;
+
+static void noop_timer(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)loop, (void)timer, (void)missed, (void)context;
+}
+
+static void leave_unread(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)fd, (void)events, (void)context;
+    g_unread_calls++;
+    tk_timer_spec now = {0};
+    tk_timer_id timer;
+    CHECK_EQ(tk_loop_schedule(loop, &now, noop_timer, NULL, &timer), 0);
+}
+
+static void test_once_serves_a_descriptor_once(void) {
+    for (int manual = 0; manual < 2; manual++) {
+        tk_loop *loop;
+        CHECK_EQ(manual ? tk_loop_create_manual(&loop, 0) : tk_loop_create(&loop), 0);
+        int fds[2];
+        CHECK_EQ(pipe(fds), 0);
+        CHECK_EQ(write(fds[1], "x", 1), 1); /* readable until read, which no one does */
+        CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, leave_unread, NULL), 0);
+        g_unread_calls = 0;
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+        CHECK_EQ(g_unread_calls, 1);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+        CHECK_EQ(g_unread_calls, 2);
+        int64_t now;
+        CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, now - 1, TK_RUN_ONCE), TK_RUN_PASSED);
+        CHECK_EQ(g_unread_calls, 3);
+        CHECK_EQ(tk_loop_unwatch_fd(loop, fds[0]), 0);
+        /* A timer the last call scheduled may still be due: then one more
+         * run fires it; after that, nothing is left to handle. */
+        int result = tk_loop_run(loop, 0, now - 1, TK_RUN_ONCE);
+        if (result == TK_RUN_PASSED) result = tk_loop_run(loop, 0, now - 1, TK_RUN_ONCE);
+        CHECK_EQ(result, TK_RUN_TIMED_OUT);
+        CHECK_EQ(g_unread_calls, 3);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+        close(fds[0]);
+        close(fds[1]);
+    }
+}
+
+/* A nested run that polls ends the handing out of the outer pass's events:
+ * a descriptor it served and drained is not handed out again from the
+ * outer batch. */
+typedef struct drained_pair {
+    int reads[2], fds[2], empty;
+} drained_pair;
+
+static void drain_or_nest(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)events;
+    drained_pair *pair = context;
+    int which = fd == pair->fds[0] ? 0 : 1;
+    char byte;
+    if (read(fd, &byte, 1) == 1) {
+        pair->reads[which]++;
+    } else {
+        pair->empty++; /* handed out with nothing to read */
+    }
+    if (pair->reads[0] + pair->reads[1] == 1) {
+        int64_t now;
+        CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+        CHECK_EQ(tk_loop_run(loop, TK_MODES(1), now - 1, 0), TK_RUN_TIMED_OUT);
+    }
+}
+
+static void test_nested_poll_ends_the_batch(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    int a[2], b[2];
+    CHECK_EQ(pipe2(a, O_NONBLOCK), 0);
+    CHECK_EQ(pipe2(b, O_NONBLOCK), 0);
+    drained_pair pair = {.fds = {a[0], b[0]}};
+    CHECK_EQ(write(a[1], "a", 1), 1);
+    CHECK_EQ(write(b[1], "b", 1), 1);
+    CHECK_EQ(tk_loop_watch_fd(loop, a[0], TK_IO_READABLE, drain_or_nest, &pair), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, b[0], TK_IO_READABLE, drain_or_nest, &pair), 0);
+    /* Both ready in one poll; the first callback's nested run serves the
+     * other, which must not then be handed out again, empty. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_ONCE), TK_RUN_PASSED);
+    CHECK_EQ(pair.reads[0] + pair.reads[1], 2);
+    CHECK_EQ(pair.empty, 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, a[0]), 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, b[0]), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    for (int i = 0; i < 2; i++) close(a[i]), close(b[i]);
+}
+
 static const test_case tests[] = {
     {"posted_work_from_threads", test_posted_work_from_threads, 300},
     {"manual_passes", test_manual_passes, 60},
     {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
+    {"once_serves_a_descriptor_once", test_once_serves_a_descriptor_once, 60},
+    {"nested_poll_ends_the_batch", test_nested_poll_ends_the_batch, 60},
 };
 
 int main(int argc, char **argv) {
