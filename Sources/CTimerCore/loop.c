@@ -375,11 +375,11 @@ static void release_io_call(tk_loop *loop, struct tk__io_call *call) {
 
 /* Handles what epoll_wait reported. Returns how many events were handled
  * (a timerfd expiring counts only through the timers it fires). Lock held;
- * dropped around watch callbacks, which never run again while they run. */
-/* Hands out a batch of events. Once a callback has run a nested run that
- * polled, the rest of the batch may be stale (a descriptor it reports may
- * have been served, and drained, by that run): it is dropped, and what is
- * still ready is reported by the next poll (watches are level-triggered). */
+ * dropped around watch callbacks, which never run again while they run.
+ * Once a callback has run a nested run that polled, the rest of the batch
+ * may be stale (that run may have served, and drained, a descriptor it
+ * reports): it is dropped, and what is still ready comes at the next poll
+ * (watches are level-triggered). */
 static int handle_events(tk_loop *loop, const struct epoll_event *events, int count) {
     int handled = 0;
     uint32_t polls = loop->polls;
@@ -480,17 +480,23 @@ static int take_wakeup(tk_loop *loop) {
     return 1;
 }
 
-/* The end of a pass after which the run returns: polls the descriptors
- * without waiting, handles the ready ones, and takes a wake-up asked for.
- * Not a wake-up in the statistics: nothing was waited for. Returns how many
- * it handled, or -errno. Lock held. */
-static int serve_ready(tk_loop *loop, struct epoll_event *events) {
+/* Polls the descriptors without waiting: the count of events, or -errno.
+ * Not a wake-up in the statistics: nothing was waited for. Lock held. */
+static int poll_ready(tk_loop *loop, struct epoll_event *events) {
     int count;
     do {
         count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
     } while (count < 0 && errno == EINTR);
     loop->polls++;
-    if (count < 0) return -errno;
+    return count < 0 ? -errno : count;
+}
+
+/* The end of a pass after which the run returns: handles the ready
+ * descriptors and takes a wake-up asked for. Returns how many it handled,
+ * or -errno. Lock held. */
+static int serve_ready(tk_loop *loop, struct epoll_event *events) {
+    int count = poll_ready(loop, events);
+    if (count < 0) return count;
     int handled = handle_events(loop, events, count);
     return handled + take_wakeup(loop);
 }
@@ -540,13 +546,13 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             ending = TK_RUN_TIMED_OUT;
         }
         if (ending) {
-            /* The run returns after this pass, which still ends as every
-             * pass does, with the ready descriptors and a wake-up asked for,
-             * only without waiting (otherwise a timer due at every pass
-             * would starve them in a series of TK_RUN_ONCE runs) -- unless
-             * the poll that ended the pass before served them already and
-             * nothing came between: no spin, and this pass fired nothing
-             * or that poll handled something (served once per run, then). */
+            /* The run returns after this pass. Like every pass, it ends with
+             * the ready descriptors and a wake-up asked for, only without
+             * waiting (else a timer due at every pass would starve them in a
+             * series of TK_RUN_ONCE runs). It needs no poll of its own when
+             * the poll that ended the pass before stands for it: no spin
+             * came between, and this pass fired nothing, or that poll
+             * handled something (so a TK_RUN_ONCE run serves it once). */
             if (!waited || spun || (fired > 0 && last_poll_handled == 0)) {
                 int served = serve_ready(loop, events);
                 if (served < 0) return served;
@@ -573,9 +579,8 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         int count, wait_error;
         if (moves_time) {
             /* Descriptors are only polled: time moves below instead. */
-            count = epoll_wait(loop->epoll_fd, events, EVENT_BATCH, 0);
-            wait_error = count < 0 ? errno : 0;
-            loop->polls++;
+            count = poll_ready(loop, events);
+            wait_error = count < 0 ? -count : 0;
         } else {
             /* A run that will not wait arms nothing: it needs no descriptor,
              * and the next run that waits plans for itself. */
