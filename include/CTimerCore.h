@@ -26,6 +26,7 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *       8  Added: TK_TIMER_KEEP_DEADLINE (tk_loop_reschedule only).
  *       7  A fix to what tk_loop_run always said, which no code could be
  *          made to fail loudly for: a run that returns right after a pass
  *          that fired timers (with TK_RUN_ONCE, or at its deadline) first
@@ -74,7 +75,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 7
+#define TK_API_VERSION 8
 
 /* ------------------------------------------------------------------------
  * Types
@@ -232,7 +233,8 @@ typedef struct tk_timer_spec {
     int64_t leeway_ns;
     /** The modes the timer fires in; 0 (the empty set) means the default mode. */
     tk_mode_set modes;
-    /** 0, or TK_TIMER_ABSOLUTE and/or TK_TIMER_PRECISE. */
+    /** 0, or TK_TIMER_ABSOLUTE and/or TK_TIMER_PRECISE; for tk_loop_reschedule,
+     * TK_TIMER_KEEP_DEADLINE instead of TK_TIMER_ABSOLUTE. */
     uint32_t flags;
 } tk_timer_spec;
 
@@ -253,6 +255,21 @@ typedef struct tk_timer_spec {
  * may be woken for late, and fire late by up to the margin (never early).
  */
 #define TK_TIMER_PRECISE 0x2u
+
+/**
+ * For tk_loop_reschedule only: the timer keeps its next deadline, the one
+ * tk_loop_timer_info reports, and the rest of the spec (interval, leeway,
+ * precision, modes) replaces what it had. The deadline is read and kept in
+ * one step under the loop's lock, so no fire on the loop's thread can come
+ * between the two: reading the deadline with tk_loop_timer_info and passing
+ * it back with TK_TIMER_ABSOLUTE can put a repeating timer back on a
+ * deadline it has just fired for, which then fires again. `delay_ns` and
+ * `deadline_ns` must be 0, TK_TIMER_ABSOLUTE must not be set, and `clock`
+ * must be the timer's (-EINVAL otherwise). A timer with no next deadline,
+ * a one-shot whose callback is running, gives -ENOENT. tk_loop_schedule
+ * and tk_loop_schedule_record refuse the flag (-EINVAL). (API version 8.)
+ */
+#define TK_TIMER_KEEP_DEADLINE 0x4u
 
 /** What tk_loop_timer_info reports of a scheduled timer. */
 typedef struct tk_timer_info {

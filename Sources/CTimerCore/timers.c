@@ -317,9 +317,16 @@ static int check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE)) return -EINVAL;
+    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE)) {
+        return -EINVAL;
+    }
     if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
-    if (spec->flags & TK_TIMER_ABSOLUTE ? spec->delay_ns != 0 : spec->deadline_ns != 0) {
+    if (spec->flags & TK_TIMER_KEEP_DEADLINE) {
+        /* Neither kind of first fire: the timer's own deadline is kept. */
+        if ((spec->flags & TK_TIMER_ABSOLUTE) || spec->delay_ns != 0 || spec->deadline_ns != 0) {
+            return -EINVAL;
+        }
+    } else if (spec->flags & TK_TIMER_ABSOLUTE ? spec->delay_ns != 0 : spec->deadline_ns != 0) {
         return -EINVAL;
     }
     return 0;
@@ -445,6 +452,7 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
     if (loop == NULL || fn == NULL || id == NULL) return -EINVAL;
     int result = check_spec(spec);
     if (result < 0) return result;
+    if (spec->flags & TK_TIMER_KEEP_DEADLINE) return -EINVAL; /* a new timer has none */
     pthread_mutex_lock(&loop->lock);
     /* A record's state is written under the lock of the loop that holds it,
      * which may be another: the caller must not reuse a record before that
@@ -531,11 +539,24 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec)
     pthread_mutex_lock(&loop->lock);
     uint32_t slot;
     tk__timer *timer = lookup(loop, id, &slot);
+    tk_timer_spec kept;
     if (timer == NULL) {
         result = -ENOENT;
-    } else {
-        result = make_room(loop, spec->clock);
+    } else if (spec->flags & TK_TIMER_KEEP_DEADLINE) {
+        /* The deadline it has now, as an absolute first fire: read under
+         * the lock that firing takes, so that it is not one just spent. */
+        if (timer->state == TK__TIMER_FIRING) {
+            result = -ENOENT;
+        } else if ((unsigned)spec->clock != timer->clock) {
+            result = -EINVAL;
+        } else {
+            kept = *spec;
+            kept.flags = (spec->flags & ~TK_TIMER_KEEP_DEADLINE) | TK_TIMER_ABSOLUTE;
+            kept.deadline_ns = deadline_of(loop, slot);
+            spec = &kept;
+        }
     }
+    if (result == 0 && timer != NULL) result = make_room(loop, spec->clock);
     if (result == 0) {
         withdraw(loop, slot);
         schedule_slot(loop, slot, spec);

@@ -190,21 +190,24 @@ public class AnyLoopTimer: @unchecked Sendable {
     }
 
     /// Applies `change` and, if the timer is scheduled, reschedules it.
+    /// Keeping the fire date, the C core keeps the deadline it has at that
+    /// moment (`TK_TIMER_KEEP_DEADLINE`): one read here, before the loop's
+    /// thread fires it, would put a repeating timer back on a deadline
+    /// already fired for.
     func update(keepingFireDate: Bool = false, _ change: (inout State) -> Void)
         throws(TimerError)
     {
         try withState { (state) throws(TimerError) in
             guard state.isValid else { throw .invalidated }
             guard let loop = state.loop else { return change(&state) }
-            let info = loop.timerInfo(state.id)
-            if info == nil && keepingFireDate { throw .invalidated }
             var changed = state
             change(&changed)
-            if keepingFireDate, let info {
-                changed.firstFire = info.deadline_ns
-                changed.firstFireIsAbsolute = true
-            }
-            var spec = changed.spec(clock: clockID, modes: state.modes)
+            var spec =
+                keepingFireDate
+                ? changed.specKeepingDeadline(clock: clockID, modes: state.modes)
+                : changed.spec(clock: clockID, modes: state.modes)
+            // -ENOENT: it fired for good, was invalidated, or, keeping the
+            // fire date, is a one-shot inside its action, with none to keep.
             let result = tk_loop_reschedule(loop.handle, state.id, &spec)
             if result == -ENOENT { throw .invalidated }
             _ = try TimerError.check(result, "tk_loop_reschedule")
@@ -286,13 +289,11 @@ public class AnyLoopTimer: @unchecked Sendable {
                 guard current === loop else { throw .scheduledOnAnotherLoop }
                 let merged = state.modes | modes
                 if merged == state.modes { return }
-                guard let info = loop.timerInfo(state.id) else { throw .invalidated }
-                var changed = state
-                changed.firstFire = info.deadline_ns
-                changed.firstFireIsAbsolute = true
-                var spec = changed.spec(clock: clockID, modes: merged)
-                _ = try TimerError.check(
-                    tk_loop_reschedule(loop.handle, state.id, &spec), "tk_loop_reschedule")
+                // Its next fire stays where it is (see update).
+                var spec = state.specKeepingDeadline(clock: clockID, modes: merged)
+                let result = tk_loop_reschedule(loop.handle, state.id, &spec)
+                if result == -ENOENT { throw .invalidated }
+                _ = try TimerError.check(result, "tk_loop_reschedule")
                 state.modes = merged
                 return
             }
@@ -360,5 +361,14 @@ extension AnyLoopTimer.State {
             modes: modes,
             flags: (firstFireIsAbsolute ? UInt32(TK_TIMER_ABSOLUTE) : 0)
                 | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0))
+    }
+
+    /// The C spec that changes a scheduled timer's settings to this state's
+    /// and keeps the next deadline it has in the loop.
+    func specKeepingDeadline(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
+        tk_timer_spec(
+            clock: clock.rawClock, delay_ns: 0, deadline_ns: 0, interval_ns: interval,
+            leeway_ns: isPrecise ? 0 : tolerance, modes: modes,
+            flags: UInt32(TK_TIMER_KEEP_DEADLINE) | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0))
     }
 }

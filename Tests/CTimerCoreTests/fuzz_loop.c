@@ -566,6 +566,11 @@ static int read_action(action *a, int in_callback, uint32_t self) {
             }
         } else if ((k >> 4) == 15) {
             a->nulls = 1;
+        } else if ((k >> 4) == 14) {
+            /* Keep the timer's deadline: valid unless the clock is another. */
+            a->spec.flags = (a->spec.flags & TK_TIMER_PRECISE) | TK_TIMER_KEEP_DEADLINE;
+            a->spec.delay_ns = 0;
+            a->spec.deadline_ns = 0;
         }
         break;
     case A_SET_TIME: {

@@ -221,8 +221,13 @@ REF_FN int ref_check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE)) return -EINVAL;
+    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE))
+        return -EINVAL;
     if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
+    if (spec->flags & TK_TIMER_KEEP_DEADLINE)
+        return (spec->flags & TK_TIMER_ABSOLUTE) || spec->delay_ns != 0 || spec->deadline_ns != 0
+                   ? -EINVAL
+                   : 0;
     if ((spec->flags & TK_TIMER_ABSOLUTE) ? spec->delay_ns != 0 : spec->deadline_ns != 0)
         return -EINVAL;
     return 0;
@@ -256,6 +261,7 @@ REF_FN int ref_schedule(ref_sched *ref, const tk_timer_spec *spec, ref_timer_fn 
     if (fn == NULL || id == NULL) return -EINVAL;
     int rc = ref_check_spec(spec);
     if (rc) return rc;
+    if (spec->flags & TK_TIMER_KEEP_DEADLINE) return -EINVAL; /* no deadline to keep */
     if (ref->count == ref->capacity) {
         size_t capacity = ref->capacity ? ref->capacity * 2 : 64;
         ref_timer *timers = realloc(ref->timers, capacity * sizeof *timers);
@@ -286,6 +292,16 @@ REF_FN int ref_reschedule(ref_sched *ref, uint64_t id, const tk_timer_spec *spec
     if (rc) return rc;
     ref_timer *t = ref_lookup(ref, id);
     if (t == NULL || t->state == REF_DEAD) return -ENOENT;
+    tk_timer_spec kept;
+    if (spec->flags & TK_TIMER_KEEP_DEADLINE) {
+        /* The deadline it has, if it has one (not a one-shot in its callback). */
+        if (t->state != REF_SCHEDULED) return -ENOENT;
+        if (spec->clock != t->clock) return -EINVAL;
+        kept = *spec;
+        kept.flags = (spec->flags & ~TK_TIMER_KEEP_DEADLINE) | TK_TIMER_ABSOLUTE;
+        kept.deadline_ns = t->deadline;
+        spec = &kept;
+    }
     ref_apply_spec(ref, t, spec);
     ref_set_state(ref, id - 1, REF_SCHEDULED);
     return 0;

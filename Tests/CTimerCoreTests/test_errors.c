@@ -1575,6 +1575,99 @@ static void test_api_pairs(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* What a callback asks of tk_loop_reschedule with TK_TIMER_KEEP_DEADLINE,
+ * from inside the timer's own callback. */
+typedef struct keep_probe {
+    int calls;
+    int result;
+    int64_t interval;
+} keep_probe;
+
+static void keep_probe_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
+    (void)missed;
+    keep_probe *probe = ctx;
+    probe->calls++;
+    tk_timer_spec keep = {.interval_ns = probe->interval, .flags = TK_TIMER_KEEP_DEADLINE};
+    probe->result = tk_loop_reschedule(loop, id, &keep);
+}
+
+/* TK_TIMER_KEEP_DEADLINE: reschedule keeps the next deadline and changes the
+ * rest, in one step; what it cannot mean is refused, and leaves the timer as
+ * it was. */
+static void test_keep_deadline(void) {
+    tk_loop *loop = new_manual(5 * SEC);
+    int calls = 0;
+    tk_timer_spec every_10ms = {.delay_ns = 10 * MS, .interval_ns = 10 * MS};
+    tk_timer_id id = sched(loop, every_10ms, count_fn, &calls);
+    CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1); /* fires at 5.010 s; next 5.020 s */
+    CHECK_EQ(calls, 1);
+
+    tk_timer_spec keep = {.interval_ns = 3 * MS, .leeway_ns = MS, .modes = TK_MODES(1) | TK_MODES(0),
+                          .flags = TK_TIMER_KEEP_DEADLINE};
+    CHECK_EQ(tk_loop_reschedule(loop, id, &keep), 0);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+    CHECK_EQ(info.deadline_ns, 5 * SEC + 20 * MS);
+    CHECK_EQ(info.interval_ns, 3 * MS);
+    CHECK_EQ(info.leeway_ns, MS);
+    CHECK_EQ(info.modes, TK_MODES(1) | TK_MODES(0));
+
+    /* Refused, the timer unchanged: a first fire given as well, another
+     * clock, and a new timer, which has no deadline to keep. */
+    tk_timer_spec bad[] = {
+        {.interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE | TK_TIMER_ABSOLUTE},
+        {.delay_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE},
+        {.deadline_ns = 6 * SEC, .flags = TK_TIMER_KEEP_DEADLINE},
+        {.clock = TK_CLOCK_BOOTTIME, .interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE},
+        {.interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE | 0x8u},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ(tk_loop_reschedule(loop, id, &bad[i]), -EINVAL);
+        CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+        CHECK_EQ(info.deadline_ns, 5 * SEC + 20 * MS);
+        CHECK_EQ(info.interval_ns, 3 * MS);
+    }
+    tk_timer_id other = TK_TIMER_NONE;
+    tk_timer_spec keep_new = {.flags = TK_TIMER_KEEP_DEADLINE};
+    CHECK_EQ(tk_loop_schedule(loop, &keep_new, count_fn, &calls, &other), -EINVAL);
+    tk_timer_record record = TK_TIMER_RECORD_INIT;
+    CHECK_EQ(tk_loop_schedule_record(loop, &record, &keep_new, count_fn, &calls, &other), -EINVAL);
+    CHECK_EQ(other, TK_TIMER_NONE);
+    CHECK_EQ(tk_loop_reschedule(loop, TK_TIMER_NONE, &keep), -ENOENT);
+
+    /* The pattern the flag replaces: the deadline read, a fire in between
+     * (the loop's thread, in a real loop), and the deadline given back as an
+     * absolute first fire puts the timer on a deadline it has fired for. */
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 11 * MS), 1); /* due 5.020 s, 1 ms leeway */
+    CHECK_EQ(calls, 2);
+    tk_timer_spec back = {.deadline_ns = info.deadline_ns, .interval_ns = 3 * MS, .flags = TK_TIMER_ABSOLUTE};
+    CHECK_EQ(tk_loop_reschedule(loop, id, &back), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 0), 1); /* 5.020 s again, at 5.021 s */
+    CHECK_EQ(calls, 3);
+    CHECK_EQ(tk_loop_cancel(loop, id), 0);
+
+    /* From its own callback: a repeating timer keeps the deadline after the
+     * one that fired; a one-shot has none left. */
+    keep_probe repeating = {.interval = 7 * MS};
+    tk_timer_spec every_5ms = {.delay_ns = 5 * MS, .interval_ns = 5 * MS};
+    id = sched(loop, every_5ms, keep_probe_fn, &repeating);
+    CHECK_EQ(tk_loop_advance(loop, 0, 5 * MS), 1); /* 5.026 s */
+    CHECK_EQ(repeating.result, 0);
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), 0);
+    CHECK_EQ(info.deadline_ns, 5 * SEC + 31 * MS);
+    CHECK_EQ(info.interval_ns, 7 * MS);
+    CHECK_EQ(tk_loop_cancel(loop, id), 0);
+    keep_probe once = {.interval = 0};
+    tk_timer_spec in_1ms = {.delay_ns = MS};
+    id = sched(loop, in_1ms, keep_probe_fn, &once);
+    CHECK_EQ(tk_loop_advance(loop, 0, MS), 1);
+    CHECK_EQ(once.calls, 1);
+    CHECK_EQ(once.result, -ENOENT);
+    CHECK_EQ(tk_loop_timer_info(loop, id, &info), -ENOENT); /* done */
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A handle belongs to its loop: every loop hands out the same first slot,
  * but another loop's handle names nothing here, and touches nothing. */
 static void test_foreign_handles(void) {
@@ -1956,6 +2049,7 @@ static const test_case tests[] = {
     {"stale_handles", test_stale_handles, 300},
     {"unissued_handles", test_unissued_handles, 300},
     {"api_pairs", test_api_pairs, 60},
+    {"keep_deadline", test_keep_deadline, 60},
     {"destroy_while_running", test_destroy_while_running, 300},
     {"manual_only", test_manual_only, 300},
     {"modes_out_of_range", test_modes_out_of_range, 300},

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Testing
 import TimerKit
 
@@ -26,6 +27,54 @@ private struct Record: Sendable {
 
 @Suite("TimerLoop under threads")
 struct TimerLoopStressTests {
+    /// What a thread does to a repeating timer while another advances its
+    /// loop: each keeps the next fire date where it is.
+    enum Change: CaseIterable, Sendable { case tolerance, interval, precise, mode }
+
+    @Test(
+        "a repeating timer changed from another thread while its loop fires it fires each grid point once",
+        arguments: Change.allCases)
+    func changesKeepTheGrid(_ change: Change) throws {
+        for _ in 0..<5 {
+            let loop = try TimerLoop.manual()
+            let fires = Locked<[(at: MonotonicClock.Instant, missed: UInt64)]>([])
+            let timer = try loop.schedule(after: .milliseconds(1), repeating: .milliseconds(1)) { _, missed in
+                let now = loop.now(.monotonic)
+                fires.withLock { $0.append((now, missed)) }
+            }
+            let advancing = Atomic<Bool>(true)
+            runThreads(2) { thread in
+                if thread == 0 {
+                    for _ in 0..<2_000 { _ = try? loop.advance(by: .milliseconds(1)) }
+                    advancing.store(false, ordering: .releasing)
+                    return
+                }
+                var mode = 2
+                while advancing.load(ordering: .acquiring) {
+                    switch change {
+                    case .tolerance: try? timer.setTolerance(.zero)
+                    case .interval: try? timer.setInterval(.milliseconds(1))
+                    case .precise: try? timer.setPrecise(false)
+                    case .mode:
+                        // New modes until the loop has no more (then the
+                        // same one again, which changes nothing).
+                        try? loop.add(timer, forMode: LoopMode("m\(mode)"))
+                        mode = min(mode + 1, 30)
+                    }
+                }
+            }
+            timer.invalidate()
+            let seen = fires.withLock { $0 }
+            // 2,000 grid points, each fired for once: by a fire of its own,
+            // or counted as missed by a later one; instants only go forward.
+            #expect(seen.reduce(0) { $0 + $1.missed + 1 } == 2_000)
+            for (earlier, later) in zip(seen, seen.dropFirst()) where later.at <= earlier.at {
+                Issue.record("fired at \(earlier.at) and again at \(later.at)")
+                break
+            }
+        }
+    }
+
     @Test("one-shot timers from several threads fire exactly once unless invalidated first")
     func oneShotTimersFromThreads() throws {
         let seed = testSeed()
