@@ -151,7 +151,9 @@ struct CenterState {
     /// Plans every observation's next tick again from `now`, after the time
     /// base moved: a countdown whose displayed value changed ticks at once
     /// (with the values it skipped, if it moved forward), the others at their
-    /// next change; grid observations at their next grid point.
+    /// next change; a grid observation whose planned point the move passed
+    /// ticks at once (with the points it skipped), the others at the next
+    /// grid point after `now`.
     mutating func replanTicks(now: Int64) {
         tickQueue = TickQueue()
         observers.updateAll { key, observer in
@@ -161,7 +163,8 @@ struct CenterState {
                 observer.next =
                     value != observer.value ? now : Self.nextChange(end: observer.end, step: observer.step, now: now)
             case .group, .all:
-                observer.next = Self.nextGridPoint(step: observer.step, now: now)
+                // A point passed is kept: gridTick counts from it.
+                if observer.next > now { observer.next = Self.nextGridPoint(step: observer.step, now: now) }
             }
             if observer.next != .max { tickQueue.push(key, at: observer.next) }
         }

@@ -343,7 +343,12 @@ public final class CountdownCenter: Sendable {
 
     /// Calls `handler` on the center's loop whenever a re-sync of the
     /// center's trusted clock moves server time by more than `threshold`;
-    /// `nil` removes it. (Every end is re-planned at once whatever the move.)
+    /// `nil` removes it. (Every end is re-planned at once whatever the move,
+    /// and so is every tick: after a move forward, an observation whose
+    /// next value or grid point the move passed ticks at once and says what
+    /// it skipped; after a move back, a countdown whose displayed value grew
+    /// ticks at once with the larger value, and grid ticks go on from the
+    /// next grid point of the new time.)
     public func onTimeBaseJump(
         threshold: Duration = .seconds(1), _ handler: (@Sendable (TimeBaseJump) -> Void)?
     ) {

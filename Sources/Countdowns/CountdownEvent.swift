@@ -10,8 +10,8 @@ public struct CountdownTick: Sendable, Hashable {
     /// shows ("3" for 2.4 s left at a one-second granularity). Ticks come
     /// when this value changes.
     public var value: Int64
-    /// Values skipped since the last tick because the loop was late (the
-    /// display jumped by `skipped + 1`).
+    /// Values skipped since the last tick because the loop was late or
+    /// server time moved forward (the display jumped by `skipped + 1`).
     public var skipped: UInt64
 }
 
@@ -35,7 +35,8 @@ public struct CenterTick: Sendable, Hashable {
     /// The moment, in nanoseconds on the center's time base (boot clock or
     /// server time since the epoch).
     public var time: Int64
-    /// Grid points skipped since the last tick because the loop was late.
+    /// Grid points skipped since the last tick because the loop was late or
+    /// server time moved forward.
     public var skipped: UInt64
 }
 

@@ -103,6 +103,37 @@ struct FlashSaleTests {
         #expect(abs(ends.value[0] - .seconds(5_579)) < .milliseconds(10))
     }
 
+    @Test("a re-sync that moves server time forward: the display and the grid tick at once and say what they skipped")
+    func resyncForwardTicksAtOnce() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock), modes: [.default])
+        let countdown = try center.add(endingAt: TrustedTime(sinceEpoch: .seconds(1_767_297_600)))
+        let values = Locked<[String]>([])
+        let observation = try center.observe(countdown) { event in
+            if case .tick(let tick) = event { values.withLock { $0.append("\(tick.value) skipped \(tick.skipped)") } }
+        }
+        let gridTicks = Locked<[UInt64]>([])
+        let grid = try center.observeAll { tick in gridTicks.withLock { $0.append(tick.skipped) } }
+        try loop.advance(by: .milliseconds(100_500))  // 499.5 s left: shows 500; the grid ticked at 100 s
+        values.withLock { $0.removeAll() }
+        gridTicks.withLock { $0.removeAll() }
+        // Server time was 20 s behind: 479.5 s left now, shown as 480.
+        let received = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_120) + .milliseconds(500) - .microseconds(100),
+            sentAt: received - .microseconds(200), receivedAt: received))
+        try loop.advance(by: .zero)
+        #expect(values.value == ["480 skipped 19"], "499 to 481 went by unseen")
+        #expect(gridTicks.value == [19], "the points from 101 s to 119 s went by")
+        // Then on the new time, nothing skipped.
+        try loop.advance(by: .seconds(1))
+        #expect(values.value == ["480 skipped 19", "479 skipped 0"])
+        #expect(gridTicks.value == [19, 0])
+        observation.cancel()
+        grid.cancel()
+    }
+
     @Test("a re-sync that moves server time back: the display shows the new value at once, the grid keeps ticking")
     func resyncBackReplansTicks() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
