@@ -474,7 +474,10 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * A precise timer (TK_TIMER_PRECISE) wakes the loop its margin early (see
  * tk_loop_set_precision); the pass fires what is due, and then, if a precise
  * timer of the mode is due within the margin, spins on the clock with no
- * lock held until its deadline and fires it in the next pass. A stop, a
+ * lock held until its deadline and fires it in the next pass. No spin holds
+ * up another timer of the mode: where one must fire earlier (by its
+ * deadline + leeway, on any clock), the spin ends then, the next pass fires
+ * it, and a later pass spins on to the precise deadline. A stop, a
  * wake-up, or a timer due earlier scheduled by another thread ends a spin
  * early; ready descriptors wait for it to end (at most the margin). The pass
  * after a spin polls the descriptors before any further spin, so a run of

@@ -228,6 +228,15 @@ TK__INTERNAL int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock,
                                             unsigned mode, uint32_t visit_limit,
                                             int64_t *precise_deadline);
 
+/*
+ * The earliest moment on `clock` by which a timer of `mode` must fire: a
+ * timer's deadline + leeway, or a precise timer's deadline; INT64_MAX if
+ * none. `visit_limit` as above: past it the result may be earlier than the
+ * exact answer (a deadline), never later.
+ */
+TK__INTERNAL int64_t tk__timers_due_by(const tk_loop *loop, tk_clock clock, unsigned mode,
+                                       uint32_t visit_limit);
+
 /* Whether a timer of `mode` is parked (due, waiting for a pass in one of its
  * modes). Makes parked_modes exact when it has to look. */
 TK__INTERNAL int tk__timers_parked_in(tk_loop *loop, unsigned mode);
@@ -273,7 +282,9 @@ TK__INTERNAL void tk__precision_leave(tk_loop *loop);
  * If a precise timer of `mode` is due within the loop's margin, and before
  * `until_ns` on the monotonic clock, spins with the lock dropped until its
  * deadline, counts the spin, and returns 1; otherwise returns 0 at once.
- * Lock held.
+ * The spin ends earlier where another timer of `mode` (on any clock) must
+ * fire earlier (tk__timers_due_by), or at `until_ns`; none is due already
+ * when it starts. Lock held.
  */
 TK__INTERNAL int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns);
 

@@ -9,6 +9,9 @@
  * margin, reads the clock in a tight loop, with the loop's lock dropped, until
  * the deadline; the next pass fires it. Both ask tk__timers_wake_target the
  * same question, so they agree on which precise timer is within its margin.
+ * A spin never holds up another timer of the mode: where one must fire
+ * before the precise deadline (tk__timers_due_by), the spin ends then, the
+ * next pass fires that timer, and a later one spins on to the deadline.
  * A kick (tk__loop_kick: a stop, a wake-up, an earlier timer) ends a spin
  * early through an atomic flag. The time spent spinning, on the
  * monotonic clock, is counted in the loop's statistics, since that is what
@@ -177,28 +180,49 @@ static inline void cpu_relax(void) {
 
 int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns) {
     if (loop->manual || loop->stop_requested || loop->wakeup_requested) return 0;
+    /* A timer of the mode that a nested run in another mode parked is due:
+     * the next pass fires it. */
+    if (tk__timers_parked_in(loop, mode)) return 0;
     /* The same search as the wake-up plan's (plan_wait, loop.c), so that the
      * two agree: a precise target that plan_wait would find passed is one
      * this spins for, and the run never polls its way to a deadline. */
     int chosen = -1;
     int64_t deadline = 0;
     int64_t wait = INT64_MAX;
+    int64_t now[TK_CLOCK_COUNT];
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        now[clock] = INT64_MIN; /* not read */
         if (loop->precise_timers[clock] == 0) continue;
         int64_t precise;
         int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode,
                                                 TK__WAKE_SEARCH_LIMIT, &precise);
         if (precise == INT64_MAX) continue;
-        int64_t now = tk__clock_read((tk_clock)clock);
-        if (target > now) continue; /* not within the margin yet */
-        if (precise <= now) return 0; /* due already: the next pass fires it */
-        if (precise - now < wait) {
+        now[clock] = tk__clock_read((tk_clock)clock);
+        if (target > now[clock]) continue; /* not within the margin yet */
+        if (precise <= now[clock]) return 0; /* due already: the next pass fires it */
+        if (precise - now[clock] < wait) {
             chosen = clock;
             deadline = precise;
-            wait = precise - now;
+            wait = precise - now[clock];
         }
     }
     if (chosen < 0) return 0;
+    /* No spin runs past the moment another timer of the mode must fire (its
+     * deadline + leeway, on any clock): the spin ends there instead, the
+     * next pass fires that timer, and a later pass spins on to the precise
+     * deadline. Across clocks, what is compared is how far off each is now,
+     * as in tk__loop_note_target. */
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        int64_t due_by = tk__timers_due_by(loop, (tk_clock)clock, mode, TK__WAKE_SEARCH_LIMIT);
+        if (due_by == INT64_MAX) continue;
+        if (now[clock] == INT64_MIN) now[clock] = tk__clock_read((tk_clock)clock);
+        if (due_by <= now[clock]) return 0; /* due already: the next pass fires it */
+        if (due_by - now[clock] < wait) {
+            chosen = clock;
+            deadline = due_by;
+            wait = due_by - now[clock];
+        }
+    }
     tk_clock clock = (tk_clock)chosen;
     int64_t start = tk__clock_read(TK_CLOCK_MONOTONIC);
     if (tk__add_sat(start, wait) > until_ns) {

@@ -856,8 +856,13 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
 
 /* ---- The wake-up target ------------------------------------------------- */
 
-int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
-                               uint32_t visit_limit, int64_t *precise_deadline) {
+/* What the search below looks for: the earliest wake-up target, or the
+ * earliest moment by which a timer must fire. */
+enum tk__search { TK__SEARCH_WAKE, TK__SEARCH_DUE_BY };
+
+static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
+                        uint32_t visit_limit, enum tk__search search,
+                        int64_t *precise_deadline) {
     const tk__heap *heap = &loop->heaps[clock];
     int64_t best = INT64_MAX;
     int64_t best_precise = INT64_MAX; /* the deadline of the precise timer giving `best` */
@@ -868,13 +873,16 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
 
     /* A precise timer's target is its deadline less the margin, so while one
      * is pending on this clock a subtree is pruned by its root deadline less
-     * that. */
-    int64_t reach = loop->precise_timers[clock] > 0 && !loop->manual ? loop->precision_margin : 0;
+     * that. No timer must fire before its deadline. */
+    int64_t reach = search == TK__SEARCH_WAKE && loop->precise_timers[clock] > 0 && !loop->manual
+                        ? loop->precision_margin
+                        : 0;
 
     /*
      * Depth-first over the heap, pruning every subtree whose root deadline
      * (less `reach`) is already no earlier than the best target: its timers'
-     * targets (deadline + leeway, or deadline - margin) cannot be earlier.
+     * targets (deadline + leeway, or deadline - margin; when they must fire
+     * by, deadline + leeway or deadline) cannot be earlier.
      * What is visited is, in the main, the timers that will fire at the
      * wake-up being chosen, so the search costs about as much as the firing
      * it plans. A 4-ary heap of at most 2^32 entries is 16 levels deep, and
@@ -906,7 +914,11 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
             /* A precise timer whose callback runs (this is a nested run)
              * will be set aside when due, not fired: no early wake-up. */
             if (leeway == TK__PRECISE && timer->callbacks > 0) leeway = 0;
-            int64_t target = wake_time(loop, entry->deadline, leeway);
+            /* It must fire by its deadline + leeway, or, precise, by its
+             * deadline. */
+            int64_t target = search == TK__SEARCH_WAKE ? wake_time(loop, entry->deadline, leeway)
+                             : leeway == TK__PRECISE  ? entry->deadline
+                                                      : tk__add_sat(entry->deadline, leeway);
             if (target < best) {
                 best = target;
                 best_precise = leeway == TK__PRECISE && !loop->manual ? entry->deadline : INT64_MAX;
@@ -920,4 +932,14 @@ int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mod
     }
     if (precise_deadline != NULL) *precise_deadline = best_precise;
     return best;
+}
+
+int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
+                               uint32_t visit_limit, int64_t *precise_deadline) {
+    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_WAKE, precise_deadline);
+}
+
+int64_t tk__timers_due_by(const tk_loop *loop, tk_clock clock, unsigned mode,
+                          uint32_t visit_limit) {
+    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_DUE_BY, NULL);
 }

@@ -6,7 +6,8 @@
  *     times, wake-ups at the deadlines, no spin.
  *   - On a real loop: every fire is on time or late, never early; the loop
  *     spins for them and counts the spin's CPU time; a run of precise timers
- *     within the margin does not starve a watched descriptor, nor a stop.
+ *     within the margin does not starve a watched descriptor, nor a stop;
+ *     a spin does not hold up another timer of the mode due before it ends.
  *   - The thread settings: timer slack 1 ns and SCHED_FIFO while the loop
  *     runs, put back afterwards; a SCHED_FIFO priority the process may not
  *     have is -EPERM, from tk_loop_set_precision and, if the permission goes
@@ -486,6 +487,134 @@ static void test_spin_interrupted(void) {
     }
 }
 
+/* A spin does not hold up another timer of the mode: one that must fire
+ * (by its deadline + leeway, on any clock) before the precise deadline ends
+ * the spin then, fires, and the precise timer fires after it, each on time
+ * or late, never early. The margin is the largest, so the precise timer is
+ * within it from the start and the spin begins at once; held up, the other
+ * timer would fire at the precise deadline or after it. What is checked is
+ * order, never early, and the other timer's fire coming before the precise
+ * deadline, with tens of milliseconds to spare; a machine that stalls the
+ * loop's thread that long makes a round inconclusive, so up to five rounds
+ * are tried and one must show it. The other timer is scheduled before the
+ * run, or from another thread while the loop spins (the kick ends the spin,
+ * and the next spin must end at that timer too). */
+typedef struct held_up {
+    tk_loop *loop;
+    tk_timer_spec other;     /* the timer that must not be held up */
+    int64_t other_deadline;  /* its deadline, on its clock */
+    int64_t other_due_by;    /* when it must fire, on the monotonic clock */
+    int64_t other_fired_on;  /* its clock's reading when it fired (0: not yet) */
+    int64_t other_fired_at;  /* the monotonic reading then */
+    int64_t precise_deadline; /* monotonic */
+    int64_t precise_fired_at;
+    int order;               /* 1: the other first; 2: the precise one first */
+    int from_thread;
+} held_up;
+
+static void other_fired(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed;
+    held_up *h = context;
+    h->other_fired_at = now_on(TK_CLOCK_MONOTONIC);
+    h->other_fired_on = now_on(h->other.clock);
+    if (h->order == 0) h->order = 1;
+}
+
+static void precise_fired(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    held_up *h = context;
+    h->precise_fired_at = now_on(TK_CLOCK_MONOTONIC);
+    if (h->order == 0) h->order = 2;
+    CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+static void schedule_other(held_up *h) {
+    h->other_deadline = now_on(h->other.clock) + h->other.delay_ns;
+    h->other_due_by = now_on(TK_CLOCK_MONOTONIC) + h->other.delay_ns + h->other.leeway_ns;
+    tk_timer_spec at = h->other;
+    at.delay_ns = 0;
+    at.deadline_ns = h->other_deadline;
+    at.flags = TK_TIMER_ABSOLUTE;
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(h->loop, &at, other_fired, h, &id), 0);
+}
+
+static void *schedule_other_later(void *context) {
+    held_up *h = context;
+    usleep(10000); /* the loop spins by now */
+    schedule_other(h);
+    return NULL;
+}
+
+static void test_spin_yields(void) {
+    static const struct {
+        const char *what;
+        tk_timer_spec other;
+        int from_thread;
+    } cases[] = {
+        {"no leeway, same clock", {.delay_ns = 20 * MS}, 0},
+        {"no leeway, another clock", {.clock = TK_CLOCK_BOOTTIME, .delay_ns = 20 * MS}, 0},
+        {"a leeway", {.delay_ns = 10 * MS, .leeway_ns = 20 * MS}, 0},
+        {"the wall clock", {.clock = TK_CLOCK_REALTIME, .delay_ns = 20 * MS}, 0},
+        {"from another thread", {.delay_ns = 30 * MS}, 1},
+        {"from another thread, another clock", {.clock = TK_CLOCK_BOOTTIME, .delay_ns = 30 * MS},
+         1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int shown = 0;
+        for (int round = 0; round < 5 && !shown; round++) {
+            held_up h = {.other = cases[c].other, .from_thread = cases[c].from_thread};
+            CHECK_EQ(tk_loop_create(&h.loop), 0);
+            CHECK_EQ(tk_loop_set_precision(h.loop,
+                                           &(tk_precision){.margin_ns = TK_PRECISION_MAX_MARGIN_NS}),
+                     0);
+            h.precise_deadline = now_on(TK_CLOCK_MONOTONIC) + 90 * MS;
+            tk_timer_spec precise = {.deadline_ns = h.precise_deadline,
+                                     .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE};
+            tk_timer_id id;
+            CHECK_EQ(tk_loop_schedule(h.loop, &precise, precise_fired, &h, &id), 0);
+            pthread_t sender;
+            if (h.from_thread) {
+                CHECK_EQ(pthread_create(&sender, NULL, schedule_other_later, &h), 0);
+            } else {
+                schedule_other(&h);
+            }
+            CHECK_EQ(tk_loop_run(h.loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+            if (h.from_thread) pthread_join(sender, NULL);
+            /* A stalled sender may schedule the other timer after the
+             * precise one fired: then run the loop until it fires too. */
+            if (h.other_fired_on == 0) {
+                CHECK_EQ(tk_loop_run(h.loop, 0, now_on(TK_CLOCK_MONOTONIC) + 200 * MS,
+                                     TK_RUN_ONCE),
+                         TK_RUN_PASSED);
+            }
+            tk_loop_stats stats;
+            CHECK_EQ(tk_loop_get_stats(h.loop, &stats), 0);
+            CHECK_EQ(tk_loop_destroy(h.loop), 0);
+
+            /* Every round: never early, both fired. */
+            CHECK(h.other_fired_on != 0);
+            CHECK_GE(h.other_fired_on, h.other_deadline);
+            CHECK_GE(h.precise_fired_at, h.precise_deadline);
+            CHECK_GE(stats.spins, 1);
+            /* Conclusive only if the other timer had to fire well before
+             * the precise deadline (a stalled sender makes it later). */
+            if (h.other_due_by > h.precise_deadline - 20 * MS) continue;
+            /* Before the precise one, and before its deadline: not held up. */
+            shown = h.order == 1 && h.other_fired_at < h.precise_deadline;
+            if (!shown) {
+                fprintf(stderr,
+                        "round %d, %s: the other timer fired %.3f ms after the precise deadline"
+                        " (order %d)\n",
+                        round, cases[c].what,
+                        (double)(h.other_fired_at - h.precise_deadline) / 1e6, h.order);
+            }
+        }
+        if (!shown) fprintf(stderr, "a spin held up a timer (%s)\n", cases[c].what);
+        CHECK(shown);
+    }
+}
+
 /* ---- A nested run inside a precise timer's callback --------------------------- */
 
 typedef struct nesting {
@@ -819,6 +948,7 @@ static const test_case tests[] = {
     {"run_ends_within_margin", test_run_ends_within_margin, 60},
     {"search_limit", test_search_limit, 60},
     {"spin_interrupted", test_spin_interrupted, 60},
+    {"spin_yields", test_spin_yields, 60},
     {"thread_settings", test_thread_settings, 120},
 };
 
