@@ -26,7 +26,11 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
- *       8  Added: TK_TIMER_KEEP_DEADLINE (tk_loop_reschedule only).
+ *       8  Added: TK_TIMER_KEEP_DEADLINE (tk_loop_reschedule only). A
+ *          fix to what the leeway has always promised: a precise timer's
+ *          spin ends when another timer of the mode must fire (it ran to
+ *          the precise deadline, holding those timers up by up to the
+ *          margin).
  *       7  A fix to what tk_loop_run always said, which no code could be
  *          made to fail loudly for: a run that returns right after a pass
  *          that fired timers (with TK_RUN_ONCE, or at its deadline) first
