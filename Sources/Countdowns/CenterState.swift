@@ -2,8 +2,9 @@
 /// deadline heap of their ends, the groups and the observations.
 ///
 /// A countdown costs its table slot (24 bytes) and its heap entry (16
-/// bytes), plus at most one stale entry's worth while removed countdowns'
-/// entries wait to be dropped; nothing else until it is observed.
+/// bytes), plus at most one stale entry's worth while the entries of
+/// removed countdowns and of moved ends wait to be dropped; nothing else
+/// until it is observed.
 struct CenterState {
     /// This center's number: handles and groups carry it.
     let center: UInt32
@@ -15,9 +16,10 @@ struct CenterState {
     // MARK: The table
 
     private var table = CountdownTable()
-    /// The ends; entries of removed countdowns are dropped lazily.
+    /// The ends; entries of removed countdowns and of moved ends are
+    /// dropped lazily.
     private var heap = DeadlineHeap()
-    /// Heap entries of removed countdowns not dropped yet.
+    /// Heap entries of removed countdowns and of moved ends not dropped yet.
     private var staleEntries = 0
     /// Countdowns yet to end.
     var live: Int { table.count }
@@ -102,7 +104,37 @@ struct CenterState {
         if staleEntries > 1_024 && staleEntries > table.count {
             let table = table
             heap.compact { table.isLive($0) }
-            staleEntries = 0
+            // Not always 0: a countdown whose end moved back to an earlier
+            // one has two entries that match it, one of them to drop later.
+            staleEntries = heap.count - table.count
+        }
+        return true
+    }
+
+    /// Moves a live countdown's end to `end`, keeping its handle, and
+    /// re-plans its observations' ticks from `now`: one whose displayed
+    /// value changed ticks at once (as after a move of the time base). False
+    /// if it is not live.
+    ///
+    /// - Complexity: O(log n) and O(k log k) in its k observations: a new
+    ///   heap entry, the old one left stale (dropped as a removed
+    ///   countdown's is).
+    mutating func moveEnd(of countdown: Countdown, to end: Int64, now: Int64) -> Bool {
+        guard countdown.center == center,
+            let slot = table.live(slot: countdown.slot, generation: countdown.generation)
+        else { return false }
+        guard slot.end != end else { return true }
+        table.setEnd(countdown.slot, end)
+        heap.push(DeadlineHeap.Entry(deadline: end, slot: countdown.slot, generation: countdown.generation))
+        staleEntries += 1
+        for key in slotObservers[countdown.slot] ?? [] {
+            let next = observers.update(key) { observer -> Int64 in
+                observer.end = end
+                let value = Self.displayedValue(remaining: end.subtractingSaturating(now), step: observer.step)
+                observer.next = value != observer.value ? now : Self.nextChange(end: end, step: observer.step, now: now)
+                return observer.next
+            }
+            if let next, next != .max { tickQueue.push(key, at: next) }
         }
         return true
     }

@@ -21,9 +21,10 @@ import TrustedTime
 /// it), so it can be observed like any other. With a file, every start and
 /// cancel saves the running cooldowns there, atomically, in a small
 /// versioned and checksummed format (the same envelope as a
-/// `TrustedClock`'s state). The first save restores what the file holds
-/// first, so that nothing saved is lost; a file that cannot be read is
-/// never overwritten, except by ``replaceStateFile()``.
+/// `TrustedClock`'s state). The first start, cancel or save restores what
+/// the file holds first, so that nothing saved is lost and a cooldown the
+/// file holds is the one found; a file that cannot be read is never
+/// overwritten, except by ``replaceStateFile()``.
 ///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
@@ -101,6 +102,12 @@ public final class Cooldowns: Sendable {
     /// The cooldown running for `key`, or a new one of `duration` starting
     /// now (saved to the file at once, if there is one).
     ///
+    /// If the file has not been read yet, it is restored first, as by the
+    /// first ``save()``, so that a cooldown it holds for `key` is the one
+    /// found: the cooldown returned is the one that runs, with its end. A
+    /// file that cannot be read is left as it is: the cooldown is found or
+    /// started in memory only, and a new one throws the file's error.
+    ///
     /// - Throws: ``CountdownError/invalidKey(_:)``,
     ///   ``CountdownError/invalidDuration(_:)``, or an error of ``save()``,
     ///   in which case the cooldown still runs in memory.
@@ -110,6 +117,7 @@ public final class Cooldowns: Sendable {
             throw .invalidKey(key)
         }
         guard duration.saturatingNanoseconds >= 1 else { throw .invalidDuration(duration) }
+        let readError = readFileIfNotRead()
         let (cooldown, started) = running.withLock { running -> (Cooldown, Bool) in
             if let current = running[key], center.contains(current.countdown) { return (current, false) }
             // In whole nanoseconds, rounded up: the file holds whole
@@ -120,7 +128,11 @@ public final class Cooldowns: Sendable {
             running[key] = cooldown
             return (cooldown, true)
         }
-        if started, file != nil { try save() }
+        if started, file != nil {
+            // The save would read the file again, and fail again.
+            if let readError { throw readError }
+            try save()
+        }
         return cooldown
     }
 
@@ -152,15 +164,23 @@ public final class Cooldowns: Sendable {
     /// Ends the cooldown for `key` now (saved at once, if there is a file).
     /// Returns whether one was running.
     ///
-    /// - Throws: a save error (``CountdownError/system(_:)``); the cooldown
-    ///   has ended in memory all the same.
+    /// If the file has not been read yet, it is restored first, as by the
+    /// first ``save()``, so that a cooldown it holds for `key` is cancelled
+    /// too rather than brought back by the save.
+    ///
+    /// - Throws: an error of ``save()``; the cooldown has ended in memory
+    ///   all the same.
     @discardableResult
     public func cancel(key: String) throws(CountdownError) -> Bool {
+        let readError = readFileIfNotRead()
         let cancelled = running.withLock { running in
             guard let cooldown = running.removeValue(forKey: key) else { return false }
             return center.remove(cooldown.countdown)
         }
-        if cancelled, file != nil { try save() }
+        if cancelled, file != nil {
+            if let readError { throw readError }
+            try save()
+        }
         return cancelled
     }
 
@@ -186,6 +206,25 @@ public final class Cooldowns: Sendable {
                 }
             }
             try write()
+        }
+    }
+
+    /// Restores the file if it has not been read yet (a missing file counts
+    /// as read), as the first save does; returns the error of a file that
+    /// cannot be read, which stays unread and as it is. `nil` without a
+    /// file.
+    private func readFileIfNotRead() -> CountdownError? {
+        guard file != nil else { return nil }
+        return fileAccess.withLock { (fileRead: inout Bool) -> CountdownError? in
+            guard !fileRead else { return nil }
+            do throws(CountdownError) {
+                try restore(fileRead: &fileRead)
+            } catch .stateFileNotFound {
+                fileRead = true
+            } catch {
+                return error
+            }
+            return nil
         }
     }
 
@@ -226,7 +265,13 @@ public final class Cooldowns: Sendable {
 
     /// Restores the cooldowns saved in the file (see the rule for a reboot
     /// above). A cooldown already running for a key keeps the later end of
-    /// the two. Cooldowns that ended meanwhile are not restored.
+    /// the two: if the file's is later, the running cooldown is moved to it
+    /// in place, keeping its ``Cooldown/countdown`` and its observations,
+    /// which tick at once with the new remaining time and hear the end at
+    /// the new end (the ``Cooldown`` returned before holds the old
+    /// ``Cooldown/end``; ``cooldown(key:)`` gives the new one, with the
+    /// file's ``Cooldown/duration``). Cooldowns that ended meanwhile are not
+    /// restored.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
@@ -312,13 +357,19 @@ public final class Cooldowns: Sendable {
         min(end, BootClock.Instant(offset: .nanoseconds(Int64.max)))
     }
 
-    /// Runs a restored cooldown, unless one for the key ends later already.
+    /// Runs a restored cooldown, unless one for the key ends as late
+    /// already. One that ends earlier is moved to the later end in place: the
+    /// same countdown, whose observations go on and hear its end there.
     private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Bool {
         let end = Self.withinRange(end)
         return running.withLock { running in
             if let current = running[key], center.contains(current.countdown) {
                 guard current.end < end else { return false }
-                center.remove(current.countdown)
+                if center.moveEnd(of: current.countdown, to: end) {
+                    running[key] = Cooldown(key: key, countdown: current.countdown, duration: duration, end: end)
+                    return true
+                }
+                // It ended meanwhile (on the loop's thread): a new one.
             }
             running[key] = Cooldown(
                 key: key, countdown: center.add(endingAt: end), duration: duration, end: end)

@@ -238,6 +238,25 @@ public final class CountdownCenter: Sendable {
         }
     }
 
+    /// Moves `countdown`'s end to `end` of the boot clock (placed in server
+    /// time on a trusted center), keeping its handle and its observations:
+    /// an observation whose displayed value changes ticks at once with the
+    /// new value, and each hears the end at the new end. Returns whether it
+    /// was there (it had not ended, nor been removed).
+    ///
+    /// - Complexity: O(log n); the old end's heap entry is dropped later,
+    ///   as a removed countdown's is.
+    @discardableResult
+    func moveEnd(of countdown: Countdown, to end: BootClock.Instant) -> Bool {
+        let end = base(of: end)
+        let now = now().base
+        return state.withLock { state in
+            guard state.moveEnd(of: countdown, to: end, now: now) else { return false }
+            rearm(&state)
+            return true
+        }
+    }
+
     /// How many countdowns have yet to end.
     public var count: Int {
         state.withLock { $0.live }

@@ -65,10 +65,16 @@ struct CountdownTable {
         return entry.generation == generation && entry.isLive ? entry : nil
     }
 
-    /// Whether a heap entry belongs to a live countdown.
+    /// Whether a heap entry belongs to a live countdown and holds its end
+    /// (the entry of an end that was moved holds the old one).
     func isLive(_ entry: DeadlineHeap.Entry) -> Bool {
         let slot = slots[Int(entry.slot)]
-        return slot.generation == entry.generation && slot.isLive
+        return slot.generation == entry.generation && slot.isLive && slot.end == entry.deadline
+    }
+
+    /// Sets a live slot's end.
+    mutating func setEnd(_ slot: UInt32, _ end: Int64) {
+        slots[Int(slot)].end = end
     }
 
     subscript(slot: UInt32) -> Slot {

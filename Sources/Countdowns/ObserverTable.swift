@@ -27,8 +27,8 @@ struct ObserverTable {
         var next: Int64
         /// For a countdown: the value shown since the last tick.
         var value: Int64
-        /// For a countdown: its end (ends never move), so that a tick reads
-        /// nothing of the countdown table.
+        /// For a countdown: its end (kept here so that a tick reads nothing
+        /// of the countdown table; moved with it by `CenterState.moveEnd`).
         var end: Int64
     }
 

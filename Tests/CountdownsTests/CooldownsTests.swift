@@ -312,6 +312,84 @@ struct CooldownsTests {
         #expect(third.remaining(key: "b") == .seconds(50))
     }
 
+    @Test("a start before restore() reads the file first: the cooldown returned is the file's, and it runs to the file's end")
+    func startBeforeRestoreFindsTheSavedCooldown() throws {
+        let path = temporaryPath("state")
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        // An earlier process saved a 60 s cooldown.
+        try Cooldowns(center: try CountdownCenter(loop: loop), file: path, bootID: "b")
+            .cooldown(key: "k", duration: .seconds(60))
+        // The restart, in the same boot; restore() is not called.
+        let center = try CountdownCenter(loop: loop)
+        let cooldowns = Cooldowns(center: center, file: path, bootID: "b")
+        let found = try cooldowns.cooldown(key: "k", duration: .seconds(30))
+        #expect(center.contains(found.countdown))
+        #expect(cooldowns.cooldown(key: "k") == found)
+        #expect(found.end == BootClock.Instant(offset: .seconds(5_060)))
+        #expect(cooldowns.remaining(key: "k") == .seconds(60))
+        let ended = Locked(0)
+        let observation = try center.observe(found.countdown) { event in
+            if case .ended = event { ended.withLock { $0 += 1 } }
+        }
+        try loop.advance(by: .seconds(60) - .nanoseconds(1))
+        #expect(ended.value == 0, "ended before the file's end")
+        try loop.advance(by: .nanoseconds(1))
+        #expect(ended.value == 1)
+        observation.cancel()
+        #expect(center.count == 0)
+    }
+
+    @Test("a cancel before restore() reads the file first: the file's cooldown ends and does not come back")
+    func cancelBeforeRestoreEndsTheSavedCooldown() throws {
+        let path = temporaryPath("state")
+        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "k", duration: .seconds(60))
+        let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try second.cancel(key: "k"))
+        #expect(second.all.isEmpty)
+        let (_, _, third) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
+        #expect(try third.restore() == .sameBoot(restored: 0))
+        #expect(third.all.isEmpty)
+    }
+
+    @Test("a restore that finds a later end for a running, observed cooldown moves it: same countdown, a tick at once, the end at the later end")
+    func restoreMovesARunningCooldown() throws {
+        let path = temporaryPath("state")
+        // The file holds a 60 s cooldown ending at 5,060 s (saved elsewhere
+        // first, then put at the path).
+        let other = temporaryPath("other")
+        let (_, _, saver) = try process(boot: .seconds(5_000), bootID: "boot-a", path: other)
+        try saver.cooldown(key: "k", duration: .seconds(60))
+        // This process started a 30 s one while there was no file yet.
+        let (loop, center, cooldowns) = try process(boot: .seconds(5_000), bootID: "boot-a", path: path)
+        let running = try cooldowns.cooldown(key: "k", duration: .seconds(30))
+        let events = Locked<[String]>([])
+        let observation = try center.observe(running.countdown) { event in
+            switch event {
+            case .tick(let tick): events.withLock { $0.append("tick \(tick.value)") }
+            case .ended(let end): events.withLock { $0.append("ended, \(end.lateness) late") }
+            }
+        }
+        try loop.advance(by: .seconds(10))
+        events.withLock { $0.removeAll() }
+        try write(try #require(readAll(other)), to: path)
+        #expect(try cooldowns.restore() == .sameBoot(restored: 1))
+        let moved = try #require(cooldowns.cooldown(key: "k"))
+        #expect(moved.countdown == running.countdown)
+        #expect(moved.end == BootClock.Instant(offset: .seconds(5_060)))
+        #expect(moved.duration == .seconds(60))
+        #expect(center.count == 1)
+        try loop.advance(by: .zero)
+        #expect(events.value == ["tick 50"])
+        try loop.advance(by: .seconds(50) - .nanoseconds(1))
+        #expect(!events.value.contains { $0.hasPrefix("ended") }, "ended before the file's end")
+        try loop.advance(by: .nanoseconds(1))
+        #expect(events.value.last == "ended, 0.0 seconds late")
+        #expect(events.value.count == 51)
+        observation.cancel()
+        #expect(center.count == 0)
+    }
+
     @Test("bad keys and durations are refused")
     func badInput() throws {
         let (_, center, cooldowns) = try process(boot: .seconds(1), bootID: "b", path: temporaryPath("s"))

@@ -335,6 +335,36 @@ struct CountdownCenterTests {
         #expect(!center.isTicking)
     }
 
+    @Test("moving an end keeps the handle: the old end fires nothing, an observer ticks at once and hears the new end once, also after moving back")
+    func movedEnd() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let events = Recorder()
+        center.onEnd { end in events.append("end \(end.countdown) at \(secs(loop.now(.boot).offset))") }
+        let moved = center.add(endingAt: BootClock.Instant(offset: .seconds(1_010)))
+        let other = center.add(endingAt: BootClock.Instant(offset: .seconds(1_030)))
+        let observation = try center.observe(moved, every: .seconds(10)) { event in
+            if case .tick(let tick) = event { events.append("tick \(tick.value) at \(secs(loop.now(.boot).offset))") }
+        }
+        try loop.advance(by: .seconds(5))
+        #expect(center.moveEnd(of: moved, to: BootClock.Instant(offset: .seconds(1_040))))
+        #expect(center.remaining(moved) == .seconds(35))
+        try loop.advance(by: .seconds(20))  // past the old end: nothing ends
+        #expect(center.contains(moved))
+        // Back to an earlier end than the one before: its first entry names it again.
+        #expect(center.moveEnd(of: moved, to: BootClock.Instant(offset: .seconds(1_028))))
+        try loop.advance(by: .seconds(20))
+        #expect(!center.moveEnd(of: moved, to: BootClock.Instant(offset: .seconds(2_000))))
+        #expect(!center.contains(moved))
+        #expect(!center.contains(other))
+        #expect(events.all == [
+            "tick 4 at 1005", "tick 3 at 1010", "tick 2 at 1020", "tick 1 at 1025",
+            "end \(moved) at 1028", "end \(other) at 1030",
+        ])
+        observation.cancel()
+        #expect(center.count == 0)
+    }
+
     @Test("the next grid point after any time, against a 128-bit reference")
     func gridPoints() {
         func reference(step: Int64, now: Int64) -> Int64 {
