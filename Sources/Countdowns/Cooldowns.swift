@@ -26,6 +26,11 @@ import TrustedTime
 /// file holds is the one found; a file that cannot be read is never
 /// overwritten, except by ``replaceStateFile()``.
 ///
+/// A file is one process's at a time: the file is read once, and each save
+/// writes this `Cooldowns`'s cooldowns. Two processes saving to one file
+/// each write their own, and the file keeps the last writer's; give each
+/// process a file of its own.
+///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
 /// and the cooldown was saved with its end in server time (the clock was
