@@ -56,7 +56,10 @@ public final class ManualClock: TimerClock, Sendable {
     /// Suspends until the clock is advanced to `deadline` (plus at most
     /// `tolerance`, shared with other sleeps as on a real clock). A deadline
     /// the clock has reached returns at once, as on a real clock. A negative
-    /// tolerance counts as none, as the standard library's clocks take it.
+    /// tolerance counts as none, as the standard library's clocks take it;
+    /// one that takes the deadline + tolerance to the end of the clock's
+    /// range (`Int64.max` nanoseconds) leaves the sleep to a wake-up that
+    /// something else brings (another timer's, or a run's end).
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.

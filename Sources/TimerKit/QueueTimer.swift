@@ -105,7 +105,10 @@ public final class QueueTimer: Sendable {
     ///     manual loop, of its manual time: ``TimerLoop/now(_:)``).
     ///   - interval: the period (at least 1 ns), or `nil` for one fire.
     ///   - leeway: how late a fire may come so that it shares a wake-up
-    ///     (≥ 0; a repeating timer uses at most half its interval).
+    ///     (≥ 0; a repeating timer uses at most half its interval). A leeway
+    ///     that takes the deadline + leeway to the end of the clock's range
+    ///     (`Int64.max` nanoseconds) leaves the fire to wake-ups that
+    ///     something else brings, as a ``LoopTimer``'s tolerance does.
     /// - Throws: ``TimerError/cancelled``, ``TimerError/invalidInterval(_:)``,
     ///   ``TimerError/negativeTolerance(_:)``, or ``TimerError/system(_:)``
     ///   if the loop cannot take the timer (the schedule in force stays).

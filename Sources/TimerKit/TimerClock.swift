@@ -44,7 +44,9 @@ extension KernelClock {
 
     /// Suspends until the clock reads `deadline`, at most `tolerance` later.
     /// A negative tolerance counts as none, as the standard library's clocks
-    /// take it.
+    /// take it; one that takes the deadline + tolerance to the end of the
+    /// clock's range (`Int64.max` nanoseconds) leaves the sleep to wake-ups
+    /// that something else brings, as a ``LoopTimer``'s does.
     ///
     /// It runs on the caller's executor. On a loop's executor (an actor or a
     /// task on a ``TimerLoop``), the sleep's timer goes on that loop and the

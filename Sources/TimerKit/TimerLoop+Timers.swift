@@ -83,7 +83,9 @@ extension TimerLoop {
     /// loop, the sleep ends when its time is moved there, or, if it is there
     /// already, at once, on the calling thread. The sleep is served in every
     /// mode. A negative tolerance counts as none, as the standard library's
-    /// clocks take it.
+    /// clocks take it; one that takes the deadline + tolerance to the end of
+    /// the clock's range (`Int64.max` nanoseconds) leaves the sleep to
+    /// wake-ups that something else brings, as a ``LoopTimer``'s does.
     ///
     /// ```swift
     /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))
