@@ -128,13 +128,16 @@ struct CenterState {
         heap.push(DeadlineHeap.Entry(deadline: end, slot: countdown.slot, generation: countdown.generation))
         staleEntries += 1
         for key in slotObservers[countdown.slot] ?? [] {
-            let next = observers.update(key) { observer -> Int64 in
+            // Queued again only if its next tick moved: an entry at the
+            // same time is queued already, and a second one would tick twice.
+            let next = observers.update(key) { observer -> Int64? in
                 observer.end = end
                 let value = Self.displayedValue(remaining: end.subtractingSaturating(now), step: observer.step)
+                let planned = observer.next
                 observer.next = value != observer.value ? now : Self.nextChange(end: end, step: observer.step, now: now)
-                return observer.next
+                return observer.next == planned ? nil : observer.next
             }
-            if let next, next != .max { tickQueue.push(key, at: next) }
+            if let next = next ?? nil, next != .max { tickQueue.push(key, at: next) }
         }
         return true
     }

@@ -26,8 +26,8 @@ import TrustedTime
 /// file holds is the one found; a file that cannot be read is never
 /// overwritten, except by ``replaceStateFile()``.
 ///
-/// A file is one process's at a time: the file is read once, and each save
-/// writes this `Cooldowns`'s cooldowns. Two processes saving to one file
+/// A file is one process's at a time: once read, it is not read again, and
+/// each save writes this `Cooldowns`'s cooldowns. Two processes saving to one file
 /// each write their own, and the file keeps the last writer's; give each
 /// process a file of its own.
 ///
@@ -271,9 +271,9 @@ public final class Cooldowns: Sendable {
     /// Restores the cooldowns saved in the file (see the rule for a reboot
     /// above). A cooldown already running for a key keeps the later end of
     /// the two: if the file's is later, the running cooldown is moved to it
-    /// in place, keeping its ``Cooldown/countdown`` and its observations,
-    /// which tick at once with the new remaining time and hear the end at
-    /// the new end (the ``Cooldown`` returned before holds the old
+    /// in place, keeping its ``Cooldown/countdown`` and its observations:
+    /// one whose displayed value changes ticks at once with the new value,
+    /// and each hears the end at the new end (the ``Cooldown`` returned before holds the old
     /// ``Cooldown/end``; ``cooldown(key:)`` gives the new one, with the
     /// file's ``Cooldown/duration``). Cooldowns that ended meanwhile are not
     /// restored.

@@ -365,6 +365,24 @@ struct CountdownCenterTests {
         #expect(center.count == 0)
     }
 
+    @Test("an end moved twice at one instant ticks its observation once, with the last value")
+    func movedTwiceTicksOnce() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let events = Recorder()
+        let countdown = center.add(endingAt: BootClock.Instant(offset: .seconds(1_010)))
+        let observation = try center.observe(countdown) { event in
+            if case .tick(let tick) = event { events.append("tick \(tick.value) at \(secs(loop.now(.boot).offset))") }
+        }
+        #expect(center.moveEnd(of: countdown, to: BootClock.Instant(offset: .seconds(1_020))))
+        #expect(center.moveEnd(of: countdown, to: BootClock.Instant(offset: .seconds(1_030))))
+        try loop.advance(by: .zero)
+        #expect(events.all == ["tick 30 at 1000"])
+        try loop.advance(by: .seconds(1))
+        #expect(events.all == ["tick 30 at 1000", "tick 29 at 1001"])
+        observation.cancel()
+    }
+
     @Test("the next grid point after any time, against a 128-bit reference")
     func gridPoints() {
         func reference(step: Int64, now: Int64) -> Int64 {
