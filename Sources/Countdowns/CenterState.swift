@@ -132,9 +132,8 @@ struct CenterState {
             // same time is queued already, and a second one would tick twice.
             let next = observers.update(key) { observer -> Int64? in
                 observer.end = end
-                let value = Self.displayedValue(remaining: end.subtractingSaturating(now), step: observer.step)
                 let planned = observer.next
-                observer.next = value != observer.value ? now : Self.nextChange(end: end, step: observer.step, now: now)
+                Self.replanCountdownTick(&observer, now: now)
                 return observer.next == planned ? nil : observer.next
             }
             if let next = next ?? nil, next != .max { tickQueue.push(key, at: next) }
@@ -194,15 +193,21 @@ struct CenterState {
         observers.updateAll { key, observer in
             switch observer.target {
             case .countdown:
-                let value = Self.displayedValue(remaining: observer.end.subtractingSaturating(now), step: observer.step)
-                observer.next =
-                    value != observer.value ? now : Self.nextChange(end: observer.end, step: observer.step, now: now)
+                Self.replanCountdownTick(&observer, now: now)
             case .group, .all:
                 // A point passed is kept: gridTick counts from it.
                 if observer.next > now { observer.next = Self.nextGridPoint(step: observer.step, now: now) }
             }
             if observer.next != .max { tickQueue.push(key, at: observer.next) }
         }
+    }
+
+    /// Plans a countdown observation's next tick from `now`, after its end
+    /// or the time base moved: at once if its displayed value changed, else
+    /// at the next change.
+    private static func replanCountdownTick(_ observer: inout ObserverTable.Observer, now: Int64) {
+        let value = displayedValue(remaining: observer.end.subtractingSaturating(now), step: observer.step)
+        observer.next = value != observer.value ? now : nextChange(end: observer.end, step: observer.step, now: now)
     }
 
     /// When a countdown ending at `end` next changes its displayed value

@@ -27,9 +27,9 @@ import TrustedTime
 /// overwritten, except by ``replaceStateFile()``.
 ///
 /// A file is one process's at a time: once read, it is not read again, and
-/// each save writes this `Cooldowns`'s cooldowns. Two processes saving to one file
-/// each write their own, and the file keeps the last writer's; give each
-/// process a file of its own.
+/// each save writes this `Cooldowns`'s cooldowns. Two processes saving to
+/// one file each write their own, and the file keeps the last writer's;
+/// give each process a file of its own.
 ///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
@@ -203,13 +203,7 @@ public final class Cooldowns: Sendable {
     public func save() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
         try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
-            if !fileRead {
-                do throws(CountdownError) {
-                    try restore(fileRead: &fileRead)
-                } catch .stateFileNotFound {
-                    fileRead = true
-                }
-            }
+            try readIfNotRead(&fileRead)
             try write()
         }
     }
@@ -221,15 +215,23 @@ public final class Cooldowns: Sendable {
     private func readFileIfNotRead() -> CountdownError? {
         guard file != nil else { return nil }
         return fileAccess.withLock { (fileRead: inout Bool) -> CountdownError? in
-            guard !fileRead else { return nil }
             do throws(CountdownError) {
-                try restore(fileRead: &fileRead)
-            } catch .stateFileNotFound {
-                fileRead = true
+                try readIfNotRead(&fileRead)
             } catch {
                 return error
             }
             return nil
+        }
+    }
+
+    /// Restores the file unless it has been read (a missing file counts as
+    /// read); holding `fileAccess`.
+    private func readIfNotRead(_ fileRead: inout Bool) throws(CountdownError) {
+        guard !fileRead else { return }
+        do throws(CountdownError) {
+            try restore(fileRead: &fileRead)
+        } catch .stateFileNotFound {
+            fileRead = true
         }
     }
 
@@ -273,10 +275,10 @@ public final class Cooldowns: Sendable {
     /// the two: if the file's is later, the running cooldown is moved to it
     /// in place, keeping its ``Cooldown/countdown`` and its observations:
     /// one whose displayed value changes ticks at once with the new value,
-    /// and each hears the end at the new end (the ``Cooldown`` returned before holds the old
-    /// ``Cooldown/end``; ``cooldown(key:)`` gives the new one, with the
-    /// file's ``Cooldown/duration``). Cooldowns that ended meanwhile are not
-    /// restored.
+    /// and each hears the end at the new end (the ``Cooldown`` returned
+    /// before holds the old ``Cooldown/end``; ``cooldown(key:)`` gives the
+    /// new one, with the file's ``Cooldown/duration``). Cooldowns that ended
+    /// meanwhile are not restored.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
