@@ -277,16 +277,29 @@ public class AnyLoopTimer: @unchecked Sendable {
         preconditionFailure("every AnyLoopTimer is a LoopTimer")
     }
 
-    /// Schedules the C timer on `loop` in `modes`, or adds `modes` to a
-    /// scheduled timer's.
-    func schedule(on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+    /// Throws what ``schedule(on:modes:)`` would throw before it looks at
+    /// the modes: called before a mode is named for the timer, so that a
+    /// refused add does not take one of the loop's mode bits for a new name.
+    func checkSchedulable(on loop: TimerLoop) throws(TimerError) {
+        try checkLoop(loop)
+        try withState { (state) throws(TimerError) in try state.checkSchedulable(on: loop) }
+    }
+
+    /// Throws if `loop` cannot take this timer at all.
+    @inline(__always)
+    private func checkLoop(_ loop: TimerLoop) throws(TimerError) {
         if needsManualLoop && !loop.isManual { throw .notManual }
         // A loop whose own thread's run failed would never fire the timer.
         if loop.hasFailed, let failure = loop.failure { throw failure }
+    }
+
+    /// Schedules the C timer on `loop` in `modes`, or adds `modes` to a
+    /// scheduled timer's.
+    func schedule(on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+        try checkLoop(loop)
         try withState { (state) throws(TimerError) in
-            guard state.isValid else { throw .invalidated }
-            if let current = state.loop {
-                guard current === loop else { throw .scheduledOnAnotherLoop }
+            try state.checkSchedulable(on: loop)
+            if state.loop != nil {
                 let merged = state.modes | modes
                 if merged == state.modes { return }
                 // Its next fire stays where it is (see update).
@@ -350,6 +363,14 @@ public class AnyLoopTimer: @unchecked Sendable {
 }
 
 extension AnyLoopTimer.State {
+    /// Throws if the timer cannot be scheduled on `loop`: it was invalidated
+    /// (or, one-shot, fired), or it is scheduled on another loop.
+    @inline(__always)
+    func checkSchedulable(on loop: TimerLoop) throws(TimerError) {
+        guard isValid else { throw .invalidated }
+        if let current = self.loop, current !== loop { throw .scheduledOnAnotherLoop }
+    }
+
     /// The C spec for this state's next fire.
     func spec(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
         tk_timer_spec(

@@ -233,8 +233,10 @@ public final class FrameTicker: @unchecked Sendable {
     ///
     /// - Throws: a mode error, ``TimerError/invalidated``, ``TimerError/system(_:)``.
     public func add(_ mode: LoopMode) throws(TimerError) {
-        let set = try loop.modeSet(mode)
         try withTicker { handle throws(TimerError) in
+            // Named once the ticker is known to be valid, so that an
+            // invalidated ticker names no new mode.
+            let set = try loop.modeSet(mode)
             var info = tk_frame_ticker_info()
             SystemError.expectSuccess(tk_frame_ticker_get_info(handle, &info), "tk_frame_ticker_get_info")
             _ = try TimerError.check(tk_frame_ticker_set_modes(handle, info.modes | set),

@@ -6,6 +6,13 @@
 /// (say, while a list scrolls); a timer in ``default`` only waits, and fires
 /// once when the loop is back in ``default``.
 ///
+/// A loop tells apart at most 31 modes (``TimerError/tooManyModes(_:)``),
+/// ``default`` and ``tracking`` among them: each other name takes one the
+/// first time the loop meets it, in a run, a timer's modes or a common mode,
+/// and keeps it for the loop's life. Adding a timer or frame ticker that the
+/// loop refuses for itself (invalidated, on another loop, needing a manual
+/// loop) names no mode.
+///
 /// ```swift
 /// let loop = try TimerLoop()
 /// let carousel = try loop.schedule(after: .seconds(3), repeating: .seconds(3),

@@ -92,7 +92,8 @@ extension TimerLoop {
     /// the loop runs in `mode` (or one of the common modes, for
     /// ``LoopMode/common``). The target is held weakly: if it is gone by then,
     /// nothing runs. It must be `Sendable`, since `action` uses it on the
-    /// loop's thread.
+    /// loop's thread. A ``cancelPerformRequests(target:)`` on another thread
+    /// that comes while this call runs may cancel the request it returns.
     ///
     /// - Throws: a mode error, or ``TimerError/system(_:)`` if the core cannot
     ///   take the timer.
@@ -117,6 +118,10 @@ extension TimerLoop {
         performRegistry.withLock { $0.insert(request, target: key) }
         do {
             try add(timer, forMode: mode)
+        } catch .invalidated {
+            // A cancelPerformRequests(target:) from another thread took the
+            // request between its registration and this add, and counted
+            // it: it is returned cancelled, as if the cancel came after.
         } catch {
             request.forget()
             throw error

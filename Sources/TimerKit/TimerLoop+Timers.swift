@@ -65,6 +65,8 @@ extension TimerLoop {
     /// - Throws: ``TimerError/invalidated``, ``TimerError/scheduledOnAnotherLoop``,
     ///   a mode error, ``TimerError/system(_:)``.
     public func add(_ timer: AnyLoopTimer, forMode mode: LoopMode = .default) throws(TimerError) {
+        // Checked first, so that a refused timer names no new mode.
+        try timer.checkSchedulable(on: self)
         try timer.schedule(on: self, modes: modeSet(mode))
     }
 
@@ -73,6 +75,7 @@ extension TimerLoop {
     /// - Throws: ``TimerError/noModes`` for an empty list, and what
     ///   ``add(_:forMode:)`` throws.
     public func add(_ timer: AnyLoopTimer, in modes: [LoopMode]) throws(TimerError) {
+        try timer.checkSchedulable(on: self)
         try timer.schedule(on: self, modes: modeSet(modes))
     }
 }

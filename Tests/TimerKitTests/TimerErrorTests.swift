@@ -237,6 +237,40 @@ struct TimerErrorTests {
         try bystanders.expectStillFire()
     }
 
+    @Test("a refused add names no mode: the loop's last free mode stays free")
+    func refusedAddNamesNoMode() throws {
+        let loop = try TimerLoop.manual()
+        let other = try TimerLoop.manual()
+        // .default, .tracking and 28 named: one mode is left.
+        for index in 0..<28 { try loop.advance(by: .zero, mode: LoopMode("mode \(index)")) }
+        let dead = try LoopTimer(after: .seconds(1)) { _, _ in }
+        dead.invalidate()
+        let elsewhere = try other.schedule(after: .seconds(1)) { _, _ in }
+        let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 60)) { _, _ in }
+        ticker.invalidate()
+        #expect(throws: TimerError.invalidated) { try loop.add(dead, forMode: "refused 1") }
+        #expect(throws: TimerError.invalidated) { try loop.add(dead, in: [.default, "refused 2"]) }
+        #expect(throws: TimerError.scheduledOnAnotherLoop) { try loop.add(elsewhere, forMode: "refused 3") }
+        #expect(throws: TimerError.invalidated) { try ticker.add("refused 4") }
+        // The last mode is still there for a timer that can take it.
+        let last = LoopMode("the last one")
+        let taken = try loop.schedule(after: .seconds(1), in: last) { _, _ in }
+        #expect(throws: TimerError.tooManyModes("one too many")) { try loop.advance(by: .zero, mode: "one too many") }
+        #expect(try loop.advance(by: .seconds(1), mode: last) == 1)
+        #expect(!taken.isValid)
+        elsewhere.invalidate()
+    }
+
+    @Test("a refused add on a real loop names no mode")
+    func refusedAddOnARealLoopNamesNoMode() throws {
+        let loop = try TimerLoop()
+        for index in 0..<28 { try loop.addCommonMode(LoopMode("mode \(index)")) }
+        let manual = try LoopTimer(after: .seconds(1), clock: try ManualClock()) { _, _ in }
+        #expect(throws: TimerError.notManual) { try loop.add(manual, forMode: "refused") }
+        try loop.addCommonMode("the last one")
+        #expect(throws: TimerError.tooManyModes("one too many")) { try loop.addCommonMode("one too many") }
+    }
+
     @Test("notARunMode: a loop cannot run in .common")
     func notARunMode() throws {
         let loop = try TimerLoop.manual()
