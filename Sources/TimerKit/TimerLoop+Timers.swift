@@ -38,6 +38,8 @@ extension TimerLoop {
     ) throws(TimerError) -> LoopTimer<Clock> {
         let timer = try LoopTimer(
             after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
+        // A timer the loop refuses names no mode (the default needs no name).
+        if !mode.isDefault { try timer.checkSchedulable(on: self) }
         try timer.schedule(on: self, modes: modeSet(mode))
         return timer
     }

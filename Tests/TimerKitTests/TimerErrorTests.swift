@@ -265,8 +265,12 @@ struct TimerErrorTests {
     func refusedAddOnARealLoopNamesNoMode() throws {
         let loop = try TimerLoop()
         for index in 0..<28 { try loop.addCommonMode(LoopMode("mode \(index)")) }
-        let manual = try LoopTimer(after: .seconds(1), clock: try ManualClock()) { _, _ in }
+        let manualClock = try ManualClock()
+        let manual = try LoopTimer(after: .seconds(1), clock: manualClock) { _, _ in }
         #expect(throws: TimerError.notManual) { try loop.add(manual, forMode: "refused") }
+        #expect(throws: TimerError.notManual) {
+            try loop.schedule(after: .seconds(1), clock: manualClock, in: "refused 2") { _, _ in }
+        }
         try loop.addCommonMode("the last one")
         #expect(throws: TimerError.tooManyModes("one too many")) { try loop.addCommonMode("one too many") }
     }
