@@ -47,9 +47,18 @@ public protocol ClockReadings: Sendable {
 }
 
 extension ClockReadings {
-    /// Sleeps on the real `BootClock`.
+    /// Sleeps on the real `BootClock` for the time these readings' ``boot``
+    /// has left until `deadline`, at most `tolerance` longer.
+    ///
+    /// The time left is measured on ``boot``, which need not read what the
+    /// machine's boot clock reads (a test's scripted clocks): a sleep until
+    /// a deadline of the machine's clock would end at once when ``boot`` is
+    /// behind it, and a ``TrustedClock`` sleeping on these readings would
+    /// spin, or would wait for the machine's clock to catch up when ``boot``
+    /// is ahead. Readings whose clocks move otherwise than in real time
+    /// implement this themselves, as `LoopClockReadings` does.
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
-        try await BootClock().sleep(until: deadline, tolerance: tolerance)
+        try await BootClock().sleep(for: deadline - boot, tolerance: tolerance)
     }
 }
 
@@ -71,6 +80,12 @@ public struct SystemClockReadings: ClockReadings {
     /// This boot's id (read once per process: it cannot change while the
     /// process lives).
     public var bootID: String? { Self.cachedBootID }
+
+    /// Sleeps on the `BootClock` until it reads `deadline`, at most
+    /// `tolerance` later.
+    public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
+        try await BootClock().sleep(until: deadline, tolerance: tolerance)
+    }
 
     private static let cachedBootID: String? = try? BootClock.bootID()
 }

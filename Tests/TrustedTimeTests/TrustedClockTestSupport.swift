@@ -119,6 +119,27 @@ final class ScriptedReadings: ClockReadings, Sendable {
     }
 }
 
+/// The machine's clocks read `shift` away from what they read (a boot clock
+/// that is not the machine's), with no sleep of their own: sleeps take the
+/// default of `ClockReadings`. Counts the boot-clock reads.
+final class ShiftedReadings: ClockReadings, Sendable {
+    let shift: Duration
+    private let bootReads = Mutex(0)
+
+    init(shift: Duration) { self.shift = shift }
+
+    var boot: BootClock.Instant {
+        bootReads.withLock { $0 += 1 }
+        return BootClock.now + shift
+    }
+    var monotonic: MonotonicClock.Instant { MonotonicClock.now + shift }
+    var wall: Duration { WallClock.now.offset }
+    var bootID: String? { "6f1f5b7e-0000-4000-8000-000000000002" }
+
+    /// How many times ``boot`` was read.
+    var reads: Int { bootReads.withLock { $0 } }
+}
+
 extension Duration {
     /// The duration in whole nanoseconds.
     var trustedNanoseconds: Int64 {

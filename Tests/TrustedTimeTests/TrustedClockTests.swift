@@ -269,6 +269,39 @@ struct TrustedClockTests {
         #expect(clock.minimumResolution == .nanoseconds(1))
     }
 
+    @Test("sleep(until:) on readings whose boot clock is not the machine's: no spin, no wait for the machine's clock",
+          arguments: [Duration.seconds(-3600), .seconds(3600)])
+    func sleepOnShiftedReadings(shift: Duration) async throws {
+        let readings = ShiftedReadings(shift: shift)
+        let clock = TrustedClock(readings: readings)
+        let boot = readings.boot
+        try clock.sync(
+            with: TimeSample(serverTime: .seconds(2_000_000_000), sentAt: boot, receivedAt: boot))
+        let deadline = clock.now.advanced(by: .milliseconds(30))
+        let reads = readings.reads
+        let sleeper = Task { try await clock.sleep(until: deadline) }
+        // The sleep is 30 ms of real time; the limit is generous, for a
+        // loaded machine. A sleep until the machine's boot clock reads the
+        // deadline would end at once (behind it) or an hour later (ahead).
+        let inTime = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await sleeper.value) != nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return false
+            }
+            let first = await group.next() ?? false
+            sleeper.cancel()
+            group.cancelAll()
+            return first
+        }
+        #expect(inTime, "the sleep did not end within 60 s")
+        #expect(clock.now >= deadline)
+        // One boot-clock sleep, and a reading before and after it: a sleep
+        // that ended at once would be taken again and again until the
+        // readings caught up.
+        #expect(readings.reads - reads < 20)
+    }
+
     @Test("refresh policy: age and error bound")
     func refreshPolicy() throws {
         let readings = ScriptedReadings()
