@@ -84,7 +84,9 @@ public final class QueueTimer: Sendable {
     /// The queue the handlers run on.
     public var queue: DispatchQueue { core.queue }
 
-    /// The loop the timer is kept on.
+    /// The loop the timer is kept on. TimerKit's shared loop, for a timer
+    /// made without one, serves the clocks' sleeps too: a ``TimerLoop/stop()``
+    /// of it ends only the run it stops, and its thread runs the loop again.
     public var loop: TimerLoop { core.loop }
 
     // MARK: Scheduling

@@ -147,9 +147,16 @@ final class Sleeper: LoopWaiter {
 /// ``BootClock``, ``WallClock``), on a thread of its own, started the first
 /// time a sleep needs it.
 final class SleepService: Sendable {
-    /// The service the clocks use.
+    /// The service the clocks use. Its loop is in reach of anyone
+    /// (``QueueTimer/loop``, or a timer's action calling
+    /// ``TimerLoop/current()``), and a stop of it would end the thread,
+    /// leaving every later sleep, tick and queue timer of the process
+    /// waiting forever: a run that was stopped starts again.
     static let shared = SleepService { loop in
-        tk_loop_run(loop.handle, 1 << TK_MODE_DEFAULT, Int64.max, 0)
+        while true {
+            let result = tk_loop_run(loop.handle, 1 << TK_MODE_DEFAULT, Int64.max, 0)
+            if result != Int32(TK_RUN_STOPPED.rawValue) { return result }
+        }
     }
 
     /// The loop, or why it could not be started.

@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import TimerKit
@@ -106,6 +107,25 @@ extension SharedLoopTests {
                 try await BootClock().sleep(for: .seconds(3600))
             }
             await #expect(throws: CancellationError.self) { try await early.value }
+        }
+
+        @Test("a stop of the shared loop, which QueueTimer hands out, leaves it running: later sleeps end")
+        func stopOfSharedLoop() async throws {
+            let loop = try QueueTimer(queue: DispatchQueue(label: "stopOfSharedLoop")).loop
+            #expect(loop === (try sharedLoop()))
+            loop.stop()
+            // Waited for on the standard library's clock, with a limit: a
+            // loop whose thread ended would never end the sleep.
+            let ended = Locked(false)
+            let sleeper = Task {
+                try await MonotonicClock().sleep(for: .milliseconds(5))
+                ended.withLock { $0 = true }
+            }
+            let woke = await waitUntilAsync(.seconds(60)) { ended.value }
+            sleeper.cancel()
+            _ = try? await sleeper.value
+            #expect(woke, "a sleep after a stop of the shared loop never ended")
+            #expect(loop.failure == nil)
         }
 
         @Test("10,000 one-hour sleeps on BootClock, all cancelled: timers gone at once, all end quickly")
