@@ -192,10 +192,12 @@ public final class QueueTimer: Sendable {
     }
 
     /// Suspends the timer: no handler starts until a matching ``resume()``
-    /// (a run under way finishes). Suspensions count: each needs its own
-    /// resume. Fires are still counted on the timer's grid, and the first
-    /// handler after resuming gets them all. The loop does not wake for a
-    /// suspended timer. After ``cancel()`` this does nothing.
+    /// (a run under way finishes, and so may one that the queue was starting
+    /// as this was called from another thread; see ``cancel()``).
+    /// Suspensions count: each needs its own resume. Fires are still counted
+    /// on the timer's grid, and the first handler after resuming gets them
+    /// all. The loop does not wake for a suspended timer. After ``cancel()``
+    /// this does nothing.
     public func suspend() {
         core.suspend()
     }
@@ -214,9 +216,13 @@ public final class QueueTimer: Sendable {
     }
 
     /// Cancels the timer for good. Once this returns no run of the event
-    /// handler starts; one already running on the queue finishes. Then the
-    /// cancel handler, if set, runs once on the queue, and both handlers are
-    /// let go. Cancelling again does nothing.
+    /// handler starts, save one that the queue was starting at that very
+    /// moment when this is called from another thread (it had taken the
+    /// fires, and not yet entered the handler); one already running on the
+    /// queue finishes. Then the cancel handler, if set, runs once on the
+    /// queue, after any such run, and both handlers are let go. Cancelling
+    /// again does nothing. Called on the timer's queue, if it is serial
+    /// (from the event handler, or a block on it), it takes effect at once.
     ///
     /// Letting go of the last reference to the timer does the same,
     /// cancel handler included.
