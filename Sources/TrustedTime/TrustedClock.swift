@@ -316,18 +316,28 @@ public final class TrustedClock: Clock, Sendable {
     // MARK: Sleeping
 
     /// Suspends until the clock reads `deadline` (server time), at most
-    /// `tolerance` later: sleeps on the boot clock for the time left, then
-    /// checks again, so a sync during the sleep that moves server time is
-    /// followed. Never returns before ``now`` reaches `deadline`.
+    /// `tolerance` later: sleeps on the boot clock for the time left, and
+    /// checks again when that sleep ends or the samples change (a sync, a
+    /// restore, a reset), so a sync during the sleep that moves server time
+    /// is followed at once, either way. Never returns before ``now`` reaches
+    /// `deadline`.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   `TimerError` if TimerKit's loop cannot be started.
     public func sleep(until deadline: TrustedTime, tolerance: Duration? = nil) async throws {
+        let interruption = SleepInterruption()
+        let observer = addSampleObserver { interruption.interrupt() }
+        defer { removeSampleObserver(observer) }
         while true {
+            // Before the reading: a change after it ends the sleep below.
+            interruption.rearm()
             let (now, boot) = reading()
             let left = now.duration(to: deadline)
             if left <= .zero { return }
-            try await readings.sleep(until: boot + left, tolerance: tolerance)
+            let readings = readings
+            try await interruption.sleep {
+                try await readings.sleep(until: boot + left, tolerance: tolerance)
+            }
         }
     }
 
@@ -399,6 +409,59 @@ public final class TrustedClock: Clock, Sendable {
         guard let newest = samples.map(\.midpoint).max() else { return nil }
         return samples.min { a, b in
             time(at: newest, from: a).errorBound! < time(at: newest, from: b).errorBound!
+        }
+    }
+}
+
+/// Ends one boot-clock sleep of ``TrustedClock/sleep(until:tolerance:)`` early
+/// when the clock's samples change, so that the sleep is planned again from
+/// the new server time. The boot-clock sleep runs in a task of its own, which
+/// a change cancels without cancelling the caller's.
+private final class SleepInterruption: Sendable {
+    private struct State {
+        /// The samples changed since the last ``rearm()``.
+        var changed = false
+        /// The boot-clock sleep under way.
+        var sleeper: Task<Void, any Error>?
+    }
+
+    private let state = ThreadLocked(State())
+
+    /// Forgets earlier changes: called before the clock is read.
+    func rearm() {
+        state.withLock { $0.changed = false }
+    }
+
+    /// The samples changed: ends the sleep under way, or the next one at once.
+    func interrupt() {
+        let sleeper = state.withLock { state in
+            state.changed = true
+            return state.sleeper
+        }
+        sleeper?.cancel()
+    }
+
+    /// Runs `body` (a boot-clock sleep) until it ends or the samples change.
+    ///
+    /// - Throws: what `body` throws, except the `CancellationError` of a
+    ///   sleep that a change ended; `CancellationError` if the calling task
+    ///   is cancelled.
+    func sleep(_ body: @escaping @Sendable () async throws -> Void) async throws {
+        let sleeper = Task { try await body() }
+        let changed = state.withLock { state in
+            if !state.changed { state.sleeper = sleeper }
+            return state.changed
+        }
+        if changed { sleeper.cancel() }
+        defer { state.withLock { $0.sleeper = nil } }
+        try await withTaskCancellationHandler {
+            do {
+                try await sleeper.value
+            } catch is CancellationError where !Task.isCancelled {
+                // A change of the samples ended it: the caller reads the clock again.
+            }
+        } onCancel: {
+            sleeper.cancel()
         }
     }
 }

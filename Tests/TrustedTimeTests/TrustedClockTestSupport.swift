@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import Testing
 import TimerKit
 import TrustedTime
 
@@ -221,4 +222,18 @@ func startThread(_ body: @escaping @Sendable () -> Void) throws {
         throw SystemError(errno: Errno(rawValue: result), function: "pthread_create")
     }
     pthread_detach(thread)
+}
+
+/// Waits (on the standard library's clock, up to 60 s: a loaded machine may
+/// keep a task from running for seconds) until `condition` holds; throws if
+/// it never does.
+func waitFor(_ condition: () -> Bool) async throws {
+    let start = ContinuousClock.now
+    while !condition() {
+        guard ContinuousClock.now - start < .seconds(60) else {
+            Issue.record("a condition did not hold within 60 s")
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(1))
+    }
 }

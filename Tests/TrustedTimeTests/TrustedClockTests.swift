@@ -269,6 +269,45 @@ struct TrustedClockTests {
         #expect(clock.minimumResolution == .nanoseconds(1))
     }
 
+    @Test("a sync during sleep(until:) that moves server time forward ends the sleep when the clock reads the deadline")
+    func sleepFollowsForwardSync() async throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-1"))
+        let boot = loop.now(.boot)
+        try clock.sync(
+            with: TimeSample(serverTime: .seconds(2_000_000_000), sentAt: boot, receivedAt: boot))
+        let deadline = clock.now.advanced(by: .seconds(100))
+        let sleeper = Task { () async throws -> TrustedTime in
+            try await clock.sleep(until: deadline)
+            return clock.now
+        }
+        try await waitFor { loop.statistics.pending == 1 }
+        try loop.advance(by: .seconds(10))
+        // The server says it is 50 s later than the clock thought: the
+        // deadline is now 40 s of the boot clock away, not 90.
+        let resynced = loop.now(.boot)
+        try clock.sync(
+            with: TimeSample(
+                serverTime: clock.now.sinceEpoch + .seconds(50), sentAt: resynced,
+                receivedAt: resynced))
+        try loop.advance(by: .seconds(40))
+        // With a limit: a sleep still planned on the old server time would
+        // end only at +100 s of the boot clock.
+        let ended = await withTaskGroup(of: TrustedTime?.self) { group in
+            group.addTask { try? await sleeper.value }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            sleeper.cancel()
+            group.cancelAll()
+            return first
+        }
+        let end = try #require(ended, "the sleep did not end at the deadline")
+        #expect(end >= deadline)
+    }
+
     @Test("sleep(until:) on readings whose boot clock is not the machine's: no spin, no wait for the machine's clock",
           arguments: [Duration.seconds(-3600), .seconds(3600)])
     func sleepOnShiftedReadings(shift: Duration) async throws {
