@@ -349,6 +349,9 @@ typedef enum tk_run_result {
 /**
  * Reads `clock` into `*now_ns` (nanoseconds). Returns 0, or -EINVAL for an
  * unknown clock or a NULL pointer. Does not allocate; served by the vDSO.
+ * A wall clock set past what the nanoseconds can hold (April 2262) reads
+ * INT64_MAX, as everywhere the loop reads it (where every deadline but
+ * INT64_MAX has passed); one set before September 1677 reads INT64_MIN.
  */
 int tk_clock_now(tk_clock clock, int64_t *now_ns);
 

@@ -14,8 +14,15 @@
 /* The kernel clock behind each tk_clock (clock.c). */
 TK__INTERNAL extern const clockid_t tk__clock_ids[TK_CLOCK_COUNT];
 
+/* A reading in nanoseconds, saturating: a wall clock set past April 2262
+ * (or before 1677) reads INT64_MAX (INT64_MIN), not a wrapped value. */
 static inline int64_t tk__timespec_to_ns(struct timespec ts) {
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t ns;
+    if (__builtin_mul_overflow((int64_t)ts.tv_sec, (int64_t)1000000000, &ns) ||
+        __builtin_add_overflow(ns, (int64_t)ts.tv_nsec, &ns)) {
+        return ts.tv_sec < 0 ? INT64_MIN : INT64_MAX;
+    }
+    return ns;
 }
 
 static inline struct timespec tk__ns_to_timespec(int64_t ns) {

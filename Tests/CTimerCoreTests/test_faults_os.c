@@ -15,9 +15,14 @@
  *     changed.)
  *   - nowait_needs_no_descriptor: a TK_RUN_NOWAIT run with a deadline fires
  *     what is due with no descriptor left to open.
+ *   - wall_clock_past_2262: clock_gettime is wrapped to read the wall clock
+ *     three centuries ahead, past what int64_t nanoseconds hold. It reads
+ *     INT64_MAX (it wrapped round to a negative reading, so that a wall-clock
+ *     timer already due never fired), a wall-clock timer due fires, and one
+ *     scheduled with a delay is due at INT64_MAX, never.
  * Times are only checked for order and "never early": the machine is shared.
  */
-/* test link flags: -Wl,--wrap=timerfd_settime */
+/* test link flags: -Wl,--wrap=timerfd_settime -Wl,--wrap=clock_gettime */
 #include "CTimerCore.h"
 
 #include <errno.h>
@@ -500,11 +505,66 @@ static void test_nowait_needs_no_descriptor(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* ---- wall_clock_past_2262 ------------------------------------------------ */
+
+int __real_clock_gettime(clockid_t clock, struct timespec *ts);
+int __wrap_clock_gettime(clockid_t clock, struct timespec *ts);
+
+/* Seconds added to every wall-clock reading while set. */
+static _Atomic int64_t g_wall_offset_s;
+
+int __wrap_clock_gettime(clockid_t clock, struct timespec *ts) {
+    int result = __real_clock_gettime(clock, ts);
+    if (result == 0 && clock == CLOCK_REALTIME) ts->tv_sec += (time_t)atomic_load(&g_wall_offset_s);
+    return result;
+}
+
+static atomic_int g_far_fires;
+
+static void far_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed, (void)context;
+    atomic_fetch_add(&g_far_fires, 1);
+    tk_loop_stop(loop);
+}
+
+static void test_wall_clock_past_2262(void) {
+    atomic_store(&g_far_fires, 0);
+    int64_t real_now = now_on(TK_CLOCK_REALTIME);
+    /* 300 years on: the year 2326 or so, past INT64_MAX ns (April 2262). */
+    atomic_store(&g_wall_offset_s, (int64_t)300 * 365 * 86400);
+    CHECK_EQ(now_on(TK_CLOCK_REALTIME), INT64_MAX);
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    int64_t loop_now = 0;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_REALTIME, &loop_now), 0);
+    CHECK_EQ(loop_now, INT64_MAX);
+    /* Due at what the wall clock read before: long past. */
+    tk_timer_spec due = {.clock = TK_CLOCK_REALTIME, .deadline_ns = real_now,
+                         .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_id due_id, later_id;
+    CHECK_EQ(tk_loop_schedule(loop, &due, far_fire, NULL, &due_id), 0);
+    /* A delay from a reading at the end of the range: never. */
+    tk_timer_spec later = {.clock = TK_CLOCK_REALTIME, .delay_ns = MS};
+    CHECK_EQ(tk_loop_schedule(loop, &later, far_fire, NULL, &later_id), 0);
+    tk_timer_info info;
+    CHECK_EQ(tk_loop_timer_info(loop, later_id, &info), 0);
+    CHECK_EQ(info.deadline_ns, INT64_MAX);
+    int64_t end = now_on(TK_CLOCK_MONOTONIC) + 2000 * MS;
+    CHECK_EQ(tk_loop_run(loop, 0, end, 0), TK_RUN_STOPPED);
+    CHECK_EQ(atomic_load(&g_far_fires), 1);
+    CHECK_EQ(tk_loop_timer_info(loop, due_id, &info), -ENOENT);
+    CHECK_EQ(tk_loop_run(loop, 0, now_on(TK_CLOCK_MONOTONIC) + 50 * MS, 0), TK_RUN_TIMED_OUT);
+    CHECK_EQ(atomic_load(&g_far_fires), 1);
+    atomic_store(&g_wall_offset_s, 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"signal_storm", test_signal_storm, 120},
     {"descriptors_run_out", test_descriptors_run_out, 120},
     {"wall_step_met_while_arming", test_wall_step_met_while_arming, 60},
     {"nowait_needs_no_descriptor", test_nowait_needs_no_descriptor, 60},
+    {"wall_clock_past_2262", test_wall_clock_past_2262, 60},
 };
 
 int main(int argc, char **argv) {
