@@ -860,7 +860,10 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * ------------------------------------------------------------------------ */
 
 /**
- * Moves all three manual clocks forward by `delta_ns`, firing on the calling
+ * Moves all three manual clocks forward by `delta_ns` (each saturating at
+ * INT64_MAX on its own: a monotonic clock at the end of its range does not
+ * hold the others back; a callback that sets the monotonic clock forward
+ * uses up that much of the span), firing on the calling
  * thread, in `mode` (a set of one mode, as for tk_loop_run), every timer that would have fired in that span, exactly
  * as the real loop would: time jumps to each wake-up target (the earliest
  * deadline + leeway among the mode's timers), then every timer whose deadline

@@ -38,32 +38,55 @@ static void move_clocks(tk_loop *loop, int64_t by) {
     }
 }
 
-int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
+/* Moves the clocks to the next wake-up if it is at most `left` away (1),
+ * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. */
+static int step_within(tk_loop *loop, unsigned mode, int64_t left, int64_t *moved) {
     int64_t in = next_wakeup_in(loop, mode);
-    int64_t left = tk__sub_sat(end, loop->manual_now[TK_CLOCK_MONOTONIC]);
     if (in == INT64_MAX || in > left) {
-        /* A callback may have set the monotonic clock past `end` already. */
-        if (left > 0) move_clocks(loop, left);
+        *moved = left > 0 ? left : 0;
+        move_clocks(loop, *moved);
         return 0;
     }
-    move_clocks(loop, in > 0 ? in : 0);
+    *moved = in > 0 ? in : 0;
+    move_clocks(loop, *moved);
     loop->stats.wakeups++;
     return 1;
 }
 
+int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
+    /* A callback may have set the monotonic clock past `end` already. */
+    int64_t moved;
+    return step_within(loop, mode, tk__sub_sat(end, loop->manual_now[TK_CLOCK_MONOTONIC]),
+                       &moved);
+}
+
+/*
+ * The span is what the clocks move in all, counted apart from the monotonic
+ * clock's reading: that clock stops at INT64_MAX, and the others move the
+ * whole span all the same (each saturating on its own). A callback (the
+ * clock-change function's too) that sets the monotonic clock forward uses
+ * up that much of the span, so that the span ends where the monotonic
+ * clock reads its start + delta_ns.
+ */
 static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
-    int64_t start = loop->manual_now[TK_CLOCK_MONOTONIC];
-    int64_t end = tk__add_sat(start, delta_ns);
+    int64_t left = delta_ns;
     int64_t fired = 0;
+    int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
     if (loop->wall_step_pending) {
         loop->wall_step_pending = 0;
         tk__loop_report_clock_change(loop);
     }
+    int more;
     do {
         int64_t count = tk__timers_fire_due(loop, mode, loop->manual_now, 0);
         if (count < 0) return count;
         fired += count;
-    } while (tk__manual_step(loop, mode, end));
+        left = tk__sub_sat(left, tk__sub_sat(loop->manual_now[TK_CLOCK_MONOTONIC], before));
+        int64_t moved;
+        more = step_within(loop, mode, left, &moved);
+        left -= moved;
+        before = loop->manual_now[TK_CLOCK_MONOTONIC];
+    } while (more);
     return fired;
 }
 

@@ -16,9 +16,13 @@
  *     clamped to interval / 2. A deadline of INT64_MAX never comes. A
  *     precise timer (TK_TIMER_PRECISE) must have leeway 0, and is then, on a
  *     manual loop, just that: a timer with no leeway.
- *   - advance(mode, delta): end = now[MONOTONIC] + delta. A pending
- *     wall-clock step is reported first. Then passes, each followed by a
- *     step, until a step reaches `end`.
+ *   - advance(mode, delta): the clocks may move `delta` in all (left =
+ *     delta), less what callbacks (the clock-change function's too) move
+ *     the monotonic clock meanwhile (taken from `left` before each step),
+ *     so that a monotonic clock at INT64_MAX does not hold the others
+ *     back. A pending wall-clock step is reported first. Then passes, each
+ *     followed by a step within `left`, until a step moves the clocks by
+ *     all that is left.
  *   - A pass, at the clock readings `now` it starts with, first puts the
  *     parked timers of `mode` back among the pending ones (deadline and seq
  *     unchanged), and does so again after each callback (a nested run in
@@ -464,9 +468,10 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
     return fired;
 }
 
-/* A step after a pass (see the rules above): 1 if the clocks moved to a
- * wake-up target, 0 if they moved to `end` (or were past it). */
-REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
+/* A step after a pass (see the rules above), the clocks moving at most
+ * `left`: 1 if they moved to a wake-up target, 0 if they moved by `left`
+ * (nothing if `left` <= 0). `*moved` is how far they moved. */
+REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int64_t *moved) {
     tk_mode_set bit = TK_MODES(mode);
     int have_target = 0;
     int64_t target = 0;
@@ -483,15 +488,21 @@ REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
         if (!have_target || v < target) target = v;
         have_target = 1;
     }
-    /* How far the clocks may still move together. */
-    int64_t left = ref_sub(end, ref->now[TK_CLOCK_MONOTONIC]);
     if (!have_target || target > left) {
-        if (left > 0) ref_move_clocks(ref, left);
+        *moved = left > 0 ? left : 0;
+        ref_move_clocks(ref, *moved);
         return 0;
     }
-    ref_move_clocks(ref, target > 0 ? target : 0);
+    *moved = target > 0 ? target : 0;
+    ref_move_clocks(ref, *moved);
     ref->stats.wakeups++;
     return 1;
+}
+
+/* A step of a run: the clocks may move until the monotonic one reads `end`. */
+REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
+    int64_t moved;
+    return ref_step_within(ref, mode, ref_sub(end, ref->now[TK_CLOCK_MONOTONIC]), &moved);
 }
 
 /* Reports a pending wall-clock step. */
@@ -508,13 +519,20 @@ REF_FN void ref_report_wall_step(ref_sched *ref) {
 REF_FN int64_t ref_advance(ref_sched *ref, unsigned mode, int64_t delta_ns) {
     if (ref->in_callback) return -EBUSY;
     if (mode >= TK_MODE_COUNT || delta_ns < 0) return -EINVAL;
-    int64_t end = ref_add(ref->now[TK_CLOCK_MONOTONIC], delta_ns);
+    int64_t left = delta_ns;
+    int64_t before = ref->now[TK_CLOCK_MONOTONIC];
     ref->advancing++;
     if (ref->wall_step_pending) ref_report_wall_step(ref);
     int64_t fired = 0;
+    int more;
     do {
         fired += ref_pass(ref, mode, ref->now, 0);
-    } while (ref_step(ref, mode, end));
+        left = ref_sub(left, ref_sub(ref->now[TK_CLOCK_MONOTONIC], before));
+        int64_t moved;
+        more = ref_step_within(ref, mode, left, &moved);
+        left -= moved;
+        before = ref->now[TK_CLOCK_MONOTONIC];
+    } while (more);
     ref->advancing--;
     return fired;
 }

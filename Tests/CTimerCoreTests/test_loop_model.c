@@ -1680,6 +1680,52 @@ static void scenario_never_comes(void) {
     scenario_end();
 }
 
+/* The monotonic clock at the end of its range does not hold the other
+ * clocks back: an advance moves the wall and boot clocks by all of its
+ * span, and their timers fire on the way (they stopped where the monotonic
+ * clock stopped, and never moved again). */
+static void scenario_monotonic_at_end(void) {
+    scenario_begin("monotonic-at-end", 0);
+    if (S_failed) { scenario_end(); return; }
+    EXPECT(w_set_time(S, TK_CLOCK_REALTIME, -1000) == 0, "wall to -1000");
+    EXPECT(w_set_time(S, TK_CLOCK_MONOTONIC, INT64_MAX - 5) == 0, "monotonic to the end");
+    EXPECT(w_set_time(S, TK_CLOCK_BOOTTIME, INT64_MAX - 100) == 0, "boot near the end");
+    uint32_t a = sched(spec_at(TK_CLOCK_REALTIME, -995, 0, 0, 1));
+    uint32_t b = sched(spec_at(TK_CLOCK_REALTIME, -500, 0, 0, 1));
+    uint32_t c = sched(spec_at(TK_CLOCK_BOOTTIME, INT64_MAX - 50, 0, 0, 1));
+    int64_t n = w_advance(S, 0, 10);
+    EXPECT(n == 1 && S->nlog == 1, "first advance ran %" PRId64, n);
+    if (S->nlog >= 1) {
+        EXPECT(S->log[0].rec == a && S->log[0].now[TK_CLOCK_REALTIME] == -995 &&
+                   S->log[0].now[TK_CLOCK_BOOTTIME] == INT64_MAX - 95,
+               "first fire: timer %u at wall %" PRId64 ", boot %" PRId64, S->log[0].rec,
+               S->log[0].now[TK_CLOCK_REALTIME], S->log[0].now[TK_CLOCK_BOOTTIME]);
+    }
+    EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == INT64_MAX, "monotonic %" PRId64,
+           w_now(S, TK_CLOCK_MONOTONIC));
+    EXPECT(w_now(S, TK_CLOCK_REALTIME) == -990, "wall %" PRId64 ", want -990",
+           w_now(S, TK_CLOCK_REALTIME));
+    EXPECT(w_now(S, TK_CLOCK_BOOTTIME) == INT64_MAX - 90, "boot %" PRId64 ", want INT64_MAX - 90",
+           w_now(S, TK_CLOCK_BOOTTIME));
+    n = w_advance(S, 0, 1000);
+    EXPECT(n == 2 && S->nlog == 3, "second advance ran %" PRId64, n);
+    if (S->nlog == 3) {
+        EXPECT(S->log[1].rec == c && S->log[1].now[TK_CLOCK_BOOTTIME] == INT64_MAX - 50 &&
+                   S->log[1].now[TK_CLOCK_REALTIME] == -950,
+               "second fire: timer %u at boot %" PRId64 ", wall %" PRId64, S->log[1].rec,
+               S->log[1].now[TK_CLOCK_BOOTTIME], S->log[1].now[TK_CLOCK_REALTIME]);
+        EXPECT(S->log[2].rec == b && S->log[2].now[TK_CLOCK_REALTIME] == -500,
+               "third fire: timer %u at wall %" PRId64, S->log[2].rec,
+               S->log[2].now[TK_CLOCK_REALTIME]);
+    }
+    EXPECT(w_now(S, TK_CLOCK_REALTIME) == 10, "wall %" PRId64 ", want 10",
+           w_now(S, TK_CLOCK_REALTIME));
+    EXPECT(w_now(S, TK_CLOCK_BOOTTIME) == INT64_MAX, "boot %" PRId64,
+           w_now(S, TK_CLOCK_BOOTTIME));
+    EXPECT(stats().pending == 0, "pending %" PRIu64, stats().pending);
+    scenario_end();
+}
+
 /* A repeating timer whose absolute deadline lies more than 2^63 ns in the
  * past: `missed` is exact and the next deadline is the next grid point. */
 static void scenario_far_past_repeating(void) {
@@ -2336,6 +2382,9 @@ static void test_busy_in_fire(void) {
     on_both_worlds_isolated(scenario_busy_in_fire, "busy-in-fire");
 }
 static void test_never_comes(void) { on_both_worlds_isolated(scenario_never_comes, "never-comes"); }
+static void test_monotonic_at_end(void) {
+    on_both_worlds_isolated(scenario_monotonic_at_end, "monotonic-at-end");
+}
 static void test_far_past_repeating(void) {
     on_both_worlds_isolated(scenario_far_past_repeating, "far-past-repeating");
 }
@@ -2386,6 +2435,7 @@ static const test_case tests[] = {
     {"errors", test_errors, 60},
     {"busy-in-fire", test_busy_in_fire, 60},
     {"never-comes", test_never_comes, 60},
+    {"monotonic-at-end", test_monotonic_at_end, 60},
     {"far-past-repeating", test_far_past_repeating, 60},
     {"grid-extremes", test_grid_extremes, 60},
     {"run-nested-modes", test_run_nested_modes, 60},
