@@ -26,6 +26,7 @@
 #include "loop_internal.h"
 
 #include <errno.h>
+#include <float.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -98,9 +99,12 @@ static int set_ladder(frame_grid *grid, tk_frame_rate_range range) {
     if (!valid_rate(preferred) || preferred < range.minimum || preferred > range.maximum) {
         return -EINVAL;
     }
-    /* Rates maximum / k >= minimum (k <= 1e15 by the bounds); the slack
-     * absorbs rounding of equal rates. */
-    int64_t slowest_step = (int64_t)(range.maximum / range.minimum * (1 + 1e-12));
+    /* Rates maximum / k >= minimum (k <= 1e15 by the bounds). The slack, a
+     * few units in the last place, absorbs the rounding of a ratio that is a
+     * whole number (0.3 / 0.1 is 2.9999999999999996), and no more: one
+     * relative to k of 1e-12 was whole rungs below the minimum once k
+     * passed 1e12. */
+    int64_t slowest_step = (int64_t)(range.maximum / range.minimum * (1 + 4 * DBL_EPSILON));
     if (slowest_step < 1) slowest_step = 1;
     /* The rung nearest the preferred rate, by rate: k or k + 1 around
      * maximum / preferred. */

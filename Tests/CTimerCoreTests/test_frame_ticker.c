@@ -679,6 +679,44 @@ static void test_ladders(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A range whose maximum is more than 10^12 times its minimum adapts down to
+ * its minimum and no further (it went on to rungs below it: 1 and 1,000
+ * rungs below in these two ranges). Every frame here drops more than a
+ * tenth of its grid points, and each is a window of its own. */
+static void test_no_rung_below_the_minimum(void) {
+    static recorder r;
+    struct {
+        tk_frame_rate_range range;
+        int64_t period_ns;
+        int frames;
+    } cases[] = {
+        {{1e-3, 1e9, 1e-3}, INT64_C(1000000000000), 10},
+        {{1e-6, 1e9, 1e-6}, INT64_C(1000000000000000), 1100},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        recorder_init(&r);
+        tk_loop *loop = manual_loop();
+        tk_frame_ticker *ticker = start(loop, cases[i].range, &r);
+        CHECK_EQ(info_of(ticker).period_ns, cases[i].period_ns);
+        for (int frame = 0; frame < cases[i].frames; frame++) {
+            int64_t now;
+            CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+            /* Two and a half periods on: the next frame drops a grid point. */
+            CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC,
+                                             now + info_of(ticker).period_ns / 2 * 5),
+                     0);
+            CHECK_EQ(tk_loop_advance(loop, 0, 0), 1);
+        }
+        tk_frame_ticker_info info = info_of(ticker);
+        CHECK_EQ(info.frames, cases[i].frames);
+        CHECK_EQ(info.period_ns, cases[i].period_ns);
+        CHECK(info.rate >= cases[i].range.minimum);
+        CHECK_EQ(r.early, 0);
+        CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+}
+
 /* Fills the monotonic heap to its capacity with far-away timers while the
  * heap cannot grow, so that re-arming the ticker after this frame fails. */
 static void fill_heap(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
@@ -793,6 +831,7 @@ static const test_case tests[] = {
     {"destroy_races_frames", test_destroy_races_frames, 120},
     {"negative_and_huge_times", test_negative_and_huge_times, 60},
     {"ladders", test_ladders, 60},
+    {"no_rung_below_the_minimum", test_no_rung_below_the_minimum, 60},
     {"error_stops_the_ticker", test_error_stops_the_ticker, 60},
     {"destroy_while_a_callback_runs", test_destroy_while_a_callback_runs, 60},
 };
