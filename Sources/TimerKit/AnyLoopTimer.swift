@@ -277,14 +277,6 @@ public class AnyLoopTimer: @unchecked Sendable {
         preconditionFailure("every AnyLoopTimer is a LoopTimer")
     }
 
-    /// Throws what ``schedule(on:modes:)`` would throw before it looks at
-    /// the modes: called before a mode is named for the timer, so that a
-    /// refused add does not take one of the loop's mode bits for a new name.
-    func checkSchedulable(on loop: TimerLoop) throws(TimerError) {
-        try checkLoop(loop)
-        try withState { (state) throws(TimerError) in try state.checkSchedulable(on: loop) }
-    }
-
     /// Throws if `loop` cannot take this timer at all.
     @inline(__always)
     private func checkLoop(_ loop: TimerLoop) throws(TimerError) {
@@ -293,12 +285,20 @@ public class AnyLoopTimer: @unchecked Sendable {
         if loop.hasFailed, let failure = loop.failure { throw failure }
     }
 
-    /// Schedules the C timer on `loop` in `modes`, or adds `modes` to a
-    /// scheduled timer's.
-    func schedule(on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+    /// Schedules the C timer on `loop` in the modes `modeSet` returns, or
+    /// adds them to a scheduled timer's. `modeSet` is called (under the
+    /// timer's lock) only once the loop is known to take the timer, so that
+    /// a refused add, even one that an invalidate on another thread makes
+    /// refused meanwhile, does not take one of the loop's mode bits for a
+    /// new name.
+    @inline(__always)
+    func schedule(
+        on loop: TimerLoop, modes modeSet: () throws(TimerError) -> tk_mode_set
+    ) throws(TimerError) {
         try checkLoop(loop)
         try withState { (state) throws(TimerError) in
             try state.checkSchedulable(on: loop)
+            let modes = try modeSet()
             if state.loop != nil {
                 let merged = state.modes | modes
                 if merged == state.modes { return }

@@ -38,9 +38,8 @@ extension TimerLoop {
     ) throws(TimerError) -> LoopTimer<Clock> {
         let timer = try LoopTimer(
             after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
-        // A timer the loop refuses names no mode (the default needs no name).
-        if !mode.isDefault { try timer.checkSchedulable(on: self) }
-        try timer.schedule(on: self, modes: modeSet(mode))
+        // The mode is named only once the loop takes the timer.
+        try timer.schedule(on: self) { () throws(TimerError) in try modeSet(mode) }
         return timer
     }
 
@@ -67,9 +66,8 @@ extension TimerLoop {
     /// - Throws: ``TimerError/invalidated``, ``TimerError/scheduledOnAnotherLoop``,
     ///   a mode error, ``TimerError/system(_:)``.
     public func add(_ timer: AnyLoopTimer, forMode mode: LoopMode = .default) throws(TimerError) {
-        // Checked first, so that a refused timer names no new mode.
-        try timer.checkSchedulable(on: self)
-        try timer.schedule(on: self, modes: modeSet(mode))
+        // The mode is named only once the loop takes the timer.
+        try timer.schedule(on: self) { () throws(TimerError) in try modeSet(mode) }
     }
 
     /// Schedules `timer` on this loop in every mode of `modes`.
@@ -77,8 +75,7 @@ extension TimerLoop {
     /// - Throws: ``TimerError/noModes`` for an empty list, and what
     ///   ``add(_:forMode:)`` throws.
     public func add(_ timer: AnyLoopTimer, in modes: [LoopMode]) throws(TimerError) {
-        try timer.checkSchedulable(on: self)
-        try timer.schedule(on: self, modes: modeSet(modes))
+        try timer.schedule(on: self) { () throws(TimerError) in try modeSet(modes) }
     }
 }
 
