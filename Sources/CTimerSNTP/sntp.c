@@ -56,11 +56,17 @@ static int64_t add_sat_nonneg(int64_t a, int64_t b) {
 static int64_t half_up(int64_t a) { return a / 2 + (a % 2); }
 
 /* Reads CLOCK_BOOTTIME or CLOCK_REALTIME in nanoseconds. clock_gettime cannot
- * fail for these ids on Linux. */
+ * fail for these ids on Linux. Saturating, as the core's clock readings: a
+ * wall clock set past April 2262 reads INT64_MAX (before 1677, INT64_MIN). */
 static int64_t read_clock(clockid_t clock) {
     struct timespec ts;
     clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    int64_t ns;
+    if (__builtin_mul_overflow((int64_t)ts.tv_sec, (int64_t)NS_PER_S, &ns) ||
+        __builtin_add_overflow(ns, (int64_t)ts.tv_nsec, &ns)) {
+        return ts.tv_sec < 0 ? INT64_MIN : INT64_MAX;
+    }
+    return ns;
 }
 
 /* A non-negative duration as a timespec. */

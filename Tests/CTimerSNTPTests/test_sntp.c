@@ -25,10 +25,13 @@
  *     addresses (refused, silent, answering badly, kissing, ::1 first,
  *     duplicates, more than TK_SNTP_MAX_ADDRESSES), each resolver error, a
  *     lookup slower than the timeout (and its list freed when it ends),
- *     signals during a lookup, and literals never reaching the resolver.
+ *     signals during a lookup, and literals never reaching the resolver;
+ *   - a local wall clock past April 2262 (clock_gettime is wrapped, on the
+ *     querying thread only): read as INT64_MAX, never a wrapped reading.
  *
  * Usage: test_sntp [seed] [--only=NAME]     (or env TK_SEED)
  */
+/* test link flags: -Wl,--wrap=clock_gettime */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -1736,6 +1739,38 @@ static void test_query_name_eintr(void) {
  * Main
  * ------------------------------------------------------------------------ */
 
+/* ---- query_wall_past_2262 ------------------------------------------------ */
+
+int __real_clock_gettime(clockid_t clock, struct timespec *ts);
+int __wrap_clock_gettime(clockid_t clock, struct timespec *ts);
+
+/* Seconds added to the wall-clock readings of this thread while set. */
+static _Thread_local int64_t g_wall_shift_s;
+
+int __wrap_clock_gettime(clockid_t clock, struct timespec *ts) {
+    int result = __real_clock_gettime(clock, ts);
+    if (result == 0 && clock == CLOCK_REALTIME) ts->tv_sec += (time_t)g_wall_shift_s;
+    return result;
+}
+
+static void test_query_wall_past_2262(void) {
+    fake_server s;
+    if (fake_start(&s, AF_INET, scenario_good, 0) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        return;
+    }
+    /* About 2326: past what int64 nanoseconds hold. The reading saturates
+     * (a wrapped one is a signed overflow, which UBSan stops on), and no
+     * NTP era near it fits in the nanoseconds either: -ERANGE. */
+    tk_sntp_result r;
+    g_wall_shift_s = 300LL * 365 * 86400;
+    int rc = tk_sntp_query("127.0.0.1", s.port, 2 * SEC, 1, &r);
+    g_wall_shift_s = 0;
+    CHECK_EQ(rc, -ERANGE);
+    CHECK_EQ(atomic_load(&s.requests), 1);
+    fake_stop(&s);
+}
+
 static const test_case tests[] = {
     {"timestamp_known_values", test_timestamp_known_values, 120},
     {"timestamp_round_trip", test_timestamp_round_trip, 120},
@@ -1747,6 +1782,7 @@ static const test_case tests[] = {
     {"compute_exact", test_compute_exact, 120},
     {"compute_random", test_compute_random, 120},
     {"query_good", test_query_good, 120},
+    {"query_wall_past_2262", test_query_wall_past_2262, 120},
     {"query_rejections", test_query_rejections, 120},
     {"query_spoof_then_good", test_query_spoof_then_good, 120},
     {"query_best_sample", test_query_best_sample, 120},
