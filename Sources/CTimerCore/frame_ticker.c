@@ -101,9 +101,10 @@ static int set_ladder(frame_grid *grid, tk_frame_rate_range range) {
     }
     /* Rates maximum / k >= minimum (k <= 1e15 by the bounds). The slack, a
      * few units in the last place, absorbs the rounding of a ratio that is a
-     * whole number (0.3 / 0.1 is 2.9999999999999996), and no more: one
-     * relative to k of 1e-12 was whole rungs below the minimum once k
-     * passed 1e12. */
+     * whole number (0.3 / 0.1 is 2.9999999999999996): a minimum within that
+     * of a rung counts as that rung, which is less than one rung even at
+     * k = 1e15. (A slack of 1e-12 relative to k was whole rungs below the
+     * minimum once k passed 1e12.) */
     int64_t slowest_step = (int64_t)(range.maximum / range.minimum * (1 + 4 * DBL_EPSILON));
     if (slowest_step < 1) slowest_step = 1;
     /* The rung nearest the preferred rate, by rate: k or k + 1 around

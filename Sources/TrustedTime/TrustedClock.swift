@@ -320,7 +320,10 @@ public final class TrustedClock: Clock, Sendable {
     /// checks again when that sleep ends or the samples change (a sync, a
     /// restore, a reset), so a sync during the sleep that moves server time
     /// is followed at once, either way. Never returns before ``now`` reaches
-    /// `deadline`.
+    /// `deadline`. Before the first sync the clock reads the wall clock (see
+    /// ``now``), whose steps change no samples: a step during the sleep is
+    /// followed when the boot-clock sleep under way ends, so a step forward
+    /// ends the sleep up to that much late.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   `TimerError` if TimerKit's loop cannot be started.
