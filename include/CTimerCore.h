@@ -285,7 +285,10 @@ typedef struct tk_timer_info {
     int64_t leeway_ns;
     /** The modes in force (never empty: an empty spec set reads as the default mode's). */
     tk_mode_set modes;
-    /** 1 if the timer came due while the loop ran a mode outside its set. */
+    /** 1 if a pass of a mode outside the timer's set found it due (it
+     * waits to fire in a mode of its set). A tk_loop_advance in another
+     * mode that carries time past its deadline makes no pass at the end of
+     * its span: the timer is marked by the next pass that finds it due. */
     int waiting_for_mode;
     /** TK_TIMER_PRECISE for a precise timer, else 0. (API version 3.) */
     uint32_t flags;
@@ -455,8 +458,9 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * reschedules fires in a later pass, even with a deadline long past, without
  * holding up the due timers behind it; a due timer of the mode that a nested
  * run in another mode sets aside is the pass's again once that run returns.
- * Then the pass handles ready descriptors and a wake-up asked for (see
- * tk_loop_set_wakeup_handler), then the loop sleeps until the earliest
+ * Then the pass handles ready descriptors (at most 64 a poll; the others
+ * stay ready for the next, and epoll hands them out in turn) and a wake-up
+ * asked for (see tk_loop_set_wakeup_handler), then the loop sleeps until the earliest
  * (deadline + leeway) among the mode's timers, so timers close together share
  * one wake-up. A pass after which the run returns (see the checks below)
  * does not sleep, but still polls, without waiting, and handles what is
@@ -1052,9 +1056,10 @@ int tk_frame_ticker_set_paused(tk_frame_ticker *ticker, int paused);
  * Changes the rate range. The grid is re-aligned: it is anchored at the
  * latest frame's timestamp (now, if there was none or the ticker is
  * paused), and the next frame is the first point of the new grid still
- * ahead. Returns 0, -EINVAL for a bad range (as tk_frame_ticker_create), the
- * ticker's error, or the errors of tk_loop_reschedule; on error nothing
- * changed.
+ * ahead; grid points of the old grid passed since the latest frame are not
+ * counted as dropped. Returns 0, -EINVAL for a bad range (as
+ * tk_frame_ticker_create), the ticker's error, or the errors of
+ * tk_loop_reschedule; on error nothing changed.
  */
 int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate);
 
