@@ -35,7 +35,17 @@ public final class ManualClock: TimerClock, Sendable {
 
     private struct Sleepers {
         var count = 0
-        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Each call of ``waitForSleepers(_:)`` under way, by its number.
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    /// A call of ``waitForSleepers(_:)``: about to suspend, suspended until
+    /// enough sleeps wait, or cancelled before it suspended.
+    private enum Waiter {
+        case starting
+        case waiting(count: Int, continuation: CheckedContinuation<Void, Never>)
+        case cancelled
     }
 
     private let sleepers = ThreadLocked(Sleepers())
@@ -122,24 +132,55 @@ public final class ManualClock: TimerClock, Sendable {
     }
 
     /// Returns once at least `count` sleeps are waiting for the clock: the way
-    /// for a test to know that the tasks it started have gone to sleep.
+    /// for a test to know that the tasks it started have gone to sleep. It
+    /// also returns, at once, when the calling task is cancelled (a test's
+    /// time limit, say), so check `Task.isCancelled` where that matters.
     public func waitForSleepers(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = sleepers.withLock { sleepers in
-                if sleepers.count >= count { return true }
-                sleepers.waiters.append((count, continuation))
-                return false
+        let number = sleepers.withLock { sleepers in
+            defer { sleepers.nextWaiter += 1 }
+            sleepers.waiters[sleepers.nextWaiter] = .starting
+            return sleepers.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = sleepers.withLock { sleepers in
+                    if case .cancelled = sleepers.waiters[number] {
+                    } else if sleepers.count < count {
+                        sleepers.waiters[number] = .waiting(count: count, continuation: continuation)
+                        return false
+                    }
+                    sleepers.waiters[number] = nil
+                    return true
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let cancelled = sleepers.withLock { sleepers -> CheckedContinuation<Void, Never>? in
+                switch sleepers.waiters[number] {
+                case .starting:
+                    sleepers.waiters[number] = .cancelled
+                case .waiting(_, let continuation):
+                    sleepers.waiters[number] = nil
+                    return continuation
+                case .cancelled, nil:
+                    break
+                }
+                return nil
+            }
+            cancelled?.resume()
         }
     }
 
     private func changeSleepers(by change: Int) {
         let ready = sleepers.withLock { sleepers in
             sleepers.count += change
-            let count = sleepers.count
-            let ready = sleepers.waiters.filter { $0.count <= count }
-            sleepers.waiters.removeAll { $0.count <= count }
+            var ready: [(number: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+            for (number, waiter) in sleepers.waiters {
+                if case .waiting(let count, let continuation) = waiter, count <= sleepers.count {
+                    ready.append((number, continuation))
+                }
+            }
+            for waiter in ready { sleepers.waiters[waiter.number] = nil }
             return ready
         }
         for waiter in ready { waiter.continuation.resume() }

@@ -203,6 +203,38 @@ struct ManualClockTests {
         #expect(loop.statistics.pending == 0)
     }
 
+    @Test("waitForSleepers returns when its task is cancelled, before or while it waits")
+    func waitForSleepersCancelled() async throws {
+        let clock = try ManualClock()
+        let returned = Locked(0)
+        // No sleep ever comes: only the cancel can end these waits.
+        let waiting = Task {
+            await clock.waitForSleepers(1)
+            returned.withLock { $0 += 1 }
+        }
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await clock.waitForSleepers(1)
+            returned.withLock { $0 += 1 }
+        }
+        // Waited for with a limit: a wait that ignored the cancel would never end.
+        let endedFirst = await waitUntilAsync(.seconds(60)) { returned.value == 1 }
+        #expect(endedFirst, "a waitForSleepers called cancelled never returned")
+        // The first has gone to wait (or will find itself cancelled).
+        waiting.cancel()
+        let ended = await waitUntilAsync(.seconds(60)) { returned.value == 2 }
+        #expect(ended, "a cancelled waitForSleepers never returned")
+        guard ended && endedFirst else { return }
+        _ = await (waiting.value, cancelledFirst.value)
+        // The waits left nothing behind: a later one is served as before.
+        let served = Task { await clock.waitForSleepers(1) }
+        let sleeper = Task { try await clock.sleep(for: .seconds(1)) }
+        await served.value
+        #expect(clock.pendingSleeps == 1)
+        try clock.advance(by: .seconds(1))
+        try await sleeper.value
+    }
+
     @Test("a sleep until an instant the clock has reached returns at once")
     func sleepUntilNow() async throws {
         let clock = try ManualClock(start: ManualClock.Instant(offset: .seconds(5)))
