@@ -126,13 +126,17 @@ public final class ManualClock: TimerClock, Sendable {
         try loop.run(mode: mode, until: MonotonicClock.Instant(offset: deadline.offset))
     }
 
-    /// How many sleeps are waiting for the clock to move.
+    /// How many sleeps on this clock (``sleep(until:tolerance:)``, and
+    /// `Task.sleep` given this clock) are waiting for it to move. Sleeps
+    /// through ``loop`` itself (``TimerLoop/sleep(until:tolerance:)``), ticks
+    /// and timers are not counted.
     public var pendingSleeps: Int {
         sleepers.withLock { $0.count }
     }
 
-    /// Returns once at least `count` sleeps are waiting for the clock: the way
-    /// for a test to know that the tasks it started have gone to sleep. It
+    /// Returns once at least `count` sleeps are waiting for the clock (as
+    /// ``pendingSleeps`` counts them): the way for a test to know that the
+    /// tasks it started have gone to sleep. It
     /// also returns, at once, when the calling task is cancelled (a test's
     /// time limit, say), so check `Task.isCancelled` where that matters.
     public func waitForSleepers(_ count: Int) async {
