@@ -46,6 +46,11 @@ public final class ManualClock: TimerClock, Sendable {
         case starting
         case waiting(count: Int, continuation: CheckedContinuation<Void, Never>)
         case cancelled
+
+        var isCancelled: Bool {
+            if case .cancelled = self { return true }
+            return false
+        }
     }
 
     private let sleepers = ThreadLocked(Sleepers())
@@ -148,8 +153,7 @@ public final class ManualClock: TimerClock, Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = sleepers.withLock { sleepers in
-                    if case .cancelled = sleepers.waiters[number] {
-                    } else if sleepers.count < count {
+                    if sleepers.count < count && sleepers.waiters[number]?.isCancelled != true {
                         sleepers.waiters[number] = .waiting(count: count, continuation: continuation)
                         return false
                     }
