@@ -3,9 +3,11 @@
  * accounted for and the process's memory and descriptors sampled over time.
  *
  * One thread runs a real loop (tk_loop_run). Worker threads (4 by default)
- * schedule, cancel and reschedule into it continuously (--rate core calls a
- * second each, 50,000 by default), keeping about --timers pending (100,000
- * by default):
+ * schedule, cancel and reschedule into it continuously (--rate steps a
+ * second each, 50,000 by default; a step makes one core call, or two when it
+ * schedules a long one-shot and cancels it at once, and one step in 8,192
+ * also wakes the loop: about 1.17 calls on average),
+ * keeping about --timers pending (100,000 by default):
  *   - long one-shots (deadlines 2 to 26 hours out, on all three clocks),
  *     cancelled, rescheduled and replaced: the bulk of the pending timers;
  *   - short one-shots (1 ms to 1 s, with leeway) that fire, some cancelled or
@@ -1155,8 +1157,8 @@ static void usage(const char *argv0) {
             "                      the run, at least one sample's seconds)\n"
             "  --timers N          pending timers to keep (default 100000)\n"
             "  --workers N         scheduling threads (default 4, at most %d)\n"
-            "  --rate N            core calls a second per worker (default 50000;\n"
-            "                      0: no pause)\n"
+            "  --rate N            steps a second per worker, each one core call or\n"
+            "                      two (default 50000, about 58,000 calls; 0: no pause)\n"
             "  --seed N            seed of the random choices (default 1)\n"
             "  --csv PATH          also write the curve as CSV\n"
             "Exit status: 0 clean and flat, 1 an accounting error, 2 a setup failure,\n"
@@ -1237,7 +1239,7 @@ int main(int argc, char **argv) {
     }
     g_worker_count = o->workers;
     printf("soak: %d s, a sample every %d s, warm-up %d s; %u pending timers, %d workers at "
-           "%ld core calls a second each, seed %" PRIu64 "\n",
+           "%ld steps (of one or two core calls) a second each, seed %" PRIu64 "\n",
            o->seconds, o->interval, o->warmup, o->timers, o->workers, o->rate, o->seed);
 
     int rc = tk_loop_create(&g_loop);
