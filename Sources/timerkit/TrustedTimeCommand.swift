@@ -14,7 +14,8 @@ import Musl
 /// against chrony on loopback.
 ///
 ///     timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
-///                           [--state FILE] [--no-sync] [--json]
+///                           [--state FILE] [--json]
+///     timerkit trusted-time --no-sync [--state FILE] [--json]
 ///     timerkit trusted-time --clocks
 ///
 /// `--state FILE` restores the clock from FILE first (if it exists) and saves
@@ -27,7 +28,8 @@ enum TrustedTimeCommand: Subcommand {
 
     static let usage = """
         usage: timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
-                                     [--state FILE] [--no-sync] [--json]
+                                     [--state FILE] [--json]
+               timerkit trusted-time --no-sync [--state FILE] [--json]
                timerkit trusted-time --clocks
 
           Syncs a trusted clock from the SNTP server HOST (a host name such as

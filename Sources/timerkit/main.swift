@@ -15,7 +15,9 @@ let usage = """
            timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]
                         [--seed N] [--json]
            timerkit trusted-time --server HOST [--port N] [--samples N] [--timeout-ms N]
-                                 [--state FILE] [--no-sync] [--json]
+                                 [--state FILE] [--json]
+           timerkit trusted-time --no-sync [--state FILE] [--json]
+           timerkit trusted-time --clocks
 
       clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
                boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
