@@ -5,7 +5,8 @@
 #
 #   scripts/build-docs.sh [OUTPUT_DIR]     default build/docs; one archive a module
 #
-# Symbol graphs come from `swift package dump-symbol-graph`. Ends with
+# Builds the package with its tests first; symbol graphs come from
+# `swift package dump-symbol-graph`. Ends with
 # `N passed, N failed` (one check a module for the catalog, one for coverage).
 
 set -uo pipefail
@@ -22,6 +23,14 @@ passed=0
 failed=0
 mkdir -p build
 
+# dump-symbol-graph emits a graph for every module, the package's test
+# module among them, which a plain `swift build` leaves unbuilt.
+if ! swift build --build-tests >build/docs-build.log 2>&1; then
+    cat build/docs-build.log >&2
+    echo "build-docs: swift build --build-tests failed" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
 if ! swift package dump-symbol-graph --minimum-access-level public >build/docs-symbol-graph.log 2>&1; then
     cat build/docs-symbol-graph.log >&2
     echo "build-docs: swift package dump-symbol-graph failed" >&2
