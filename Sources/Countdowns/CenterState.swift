@@ -182,6 +182,15 @@ struct CenterState {
         return true
     }
 
+    /// Silences an observation that its countdown's end ended, if a serve
+    /// is delivering: the end it collected for it may not be delivered yet,
+    /// and an observation cancelled hears nothing more. False if no serve
+    /// is delivering, or if it was silenced already.
+    mutating func silenceCollectedEnd(_ key: UInt64) -> Bool {
+        guard deliveringServes > 0 else { return false }
+        return endedWhileDelivering.insert(key).inserted
+    }
+
     /// Plans every observation's next tick again from `now`, after the time
     /// base moved: a countdown whose displayed value changed ticks at once
     /// (with the values it skipped, if it moved forward), the others at their

@@ -388,6 +388,10 @@ public final class CountdownCenter: Sendable {
             if state.unobserve(key) {
                 observationsEnded.add(1, ordering: .releasing)
                 rearm(&state)
+            } else if state.silenceCollectedEnd(key) {
+                // Its countdown's end ended it already, but a serve still
+                // delivering holds that end for it: it hears it no more.
+                observationsEnded.add(1, ordering: .releasing)
             }
         }
     }

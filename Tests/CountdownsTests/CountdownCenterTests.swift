@@ -251,6 +251,39 @@ struct CountdownCenterTests {
         first.cancel()
     }
 
+    @Test("a handler that cancels an observation whose countdown ends at the same instant silences its end")
+    func cancelAnEndOfTheSameInstant() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let heard = Recorder()
+        let a = center.add(remaining: .seconds(5))
+        let b = center.add(remaining: .seconds(5))
+        let c = center.add(remaining: .seconds(5))
+        let held = Locked<[CountdownObservation]>([])
+        // a, b and c end at the same instant. The center's end handler, which
+        // hears a's end first, cancels c's observation; a's observer cancels
+        // b's. Neither may hear its end after the cancel returned.
+        center.onEnd { end in
+            if end.countdown == a { held.withLock { $0[1].cancel() } }
+        }
+        let first = try center.observe(a) { event in
+            guard case .ended = event else { return }
+            heard.append("a ended")
+            held.withLock { $0[0].cancel() }
+        }
+        let second = try center.observe(b) { event in
+            if case .ended = event { heard.append("b ended") }
+        }
+        let third = try center.observe(c) { event in
+            if case .ended = event { heard.append("c ended") }
+        }
+        held.withLock { $0 = [second, third] }
+        try loop.advance(by: .seconds(6))
+        #expect(heard.all == ["a ended"], "b and c hear nothing once cancelled")
+        #expect(center.count == 0)
+        first.cancel()
+    }
+
     @Test("bad input is refused and changes nothing")
     func errors() throws {
         let loop = try TimerLoop.manual()
