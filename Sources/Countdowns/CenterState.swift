@@ -89,14 +89,17 @@ struct CenterState {
     ///
     /// - Complexity: O(1) amortized: its heap entry stays, stale, until it
     ///   reaches the top or the stale entries outnumber the live ones.
-    mutating func remove(_ countdown: Countdown) -> Bool {
+    /// The removed observations' handlers go to `released`, to be let go
+    /// of after the center's lock is dropped (a handler may hold the last
+    /// reference to another observation, whose deinit cancels it).
+    mutating func remove(_ countdown: Countdown, releasing released: inout [ObserverTable.Handler]) -> Bool {
         guard countdown.center == center,
             let slot = table.live(slot: countdown.slot, generation: countdown.generation)
         else { return false }
         table.free(countdown.slot)
         if slot.observers > 0 {
             for key in slotObservers.removeValue(forKey: countdown.slot) ?? [] {
-                observers.remove(key)
+                if let removed = observers.remove(key) { released.append(removed.handler) }
                 noteEnded(key)
             }
         }
@@ -170,16 +173,17 @@ struct CenterState {
         return key
     }
 
-    /// Ends an observation. False if it had ended already.
-    mutating func unobserve(_ key: UInt64) -> Bool {
-        guard let (observer, _) = observers.remove(key) else { return false }
+    /// Ends an observation and returns its handler, to be let go of after
+    /// the center's lock is dropped; nil if it had ended already.
+    mutating func unobserve(_ key: UInt64) -> ObserverTable.Handler? {
+        guard let (observer, handler) = observers.remove(key) else { return nil }
         noteEnded(key)
         if case .countdown(let countdown) = observer.target {
             slotObservers[countdown.slot]?.removeAll { $0 == key }
             if slotObservers[countdown.slot]?.isEmpty == true { slotObservers[countdown.slot] = nil }
             table.removeObserver(countdown.slot)
         }
-        return true
+        return handler
     }
 
     /// Silences an observation that its countdown's end ended, if a serve

@@ -231,11 +231,16 @@ public final class CountdownCenter: Sendable {
     public func remove(_ countdown: Countdown) -> Bool {
         // The timer stays armed: if it waited for this end, it wakes for
         // nothing once and then waits for the next one.
-        state.withLock { state in
-            guard state.remove(countdown) else { return false }
+        // Handlers are let go of with no lock held: one may hold the last
+        // reference to another observation, whose deinit cancels it.
+        var released: [ObserverTable.Handler] = []
+        let removed = state.withLock { state in
+            guard state.remove(countdown, releasing: &released) else { return false }
             observationsEnded.add(1, ordering: .releasing)
             return true
         }
+        released.removeAll()
+        return removed
     }
 
     /// Moves `countdown`'s end to `end` of the boot clock (placed in server
@@ -357,7 +362,12 @@ public final class CountdownCenter: Sendable {
     /// Calls `handler` on the center's loop for every countdown's end,
     /// observed or not; `nil` removes it.
     public func onEnd(_ handler: (@Sendable (CountdownEnd) -> Void)?) {
-        state.withLock { $0.endHandler = handler }
+        // The old handler is let go of with no lock held (see remove(_:)).
+        let old = state.withLock { state in
+            defer { state.endHandler = handler }
+            return state.endHandler
+        }
+        _ = old
     }
 
     /// Calls `handler` on the center's loop whenever a re-sync of the
@@ -371,10 +381,12 @@ public final class CountdownCenter: Sendable {
     public func onTimeBaseJump(
         threshold: Duration = .seconds(1), _ handler: (@Sendable (TimeBaseJump) -> Void)?
     ) {
-        state.withLock { state in
-            state.jumpHandler = handler
+        let old = state.withLock { state in
+            defer { state.jumpHandler = handler }
             state.jumpThreshold = max(0, threshold.saturatingNanoseconds)
+            return state.jumpHandler
         }
+        _ = old
     }
 
     /// Whether any observation is alive, so that the ticker runs.
@@ -384,16 +396,20 @@ public final class CountdownCenter: Sendable {
 
     /// Ends an observation (``CountdownObservation/cancel()``).
     func cancel(_ key: UInt64) {
-        state.withLock { state in
-            if state.unobserve(key) {
+        // The handler is let go of with no lock held (see remove(_:)).
+        let handler = state.withLock { state -> ObserverTable.Handler? in
+            if let handler = state.unobserve(key) {
                 observationsEnded.add(1, ordering: .releasing)
                 rearm(&state)
+                return handler
             } else if state.silenceCollectedEnd(key) {
                 // Its countdown's end ended it already, but a serve still
                 // delivering holds that end for it: it hears it no more.
                 observationsEnded.add(1, ordering: .releasing)
             }
+            return nil
         }
+        _ = handler
     }
 
     private static func granularity(_ granularity: Duration) throws(CountdownError) -> Int64 {

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Testing
 import TimerKit
@@ -65,6 +66,38 @@ struct CountdownCenterTests {
         #expect(ends.all == ["\(b) at 10", "\(c) at 20", "\(a) at 30"])
         #expect(loop.statistics.wakeups - before == 3, "one wake-up an end, no ticks")
         #expect(center.count == 0)
+    }
+
+    @Test("a handler holding the last reference to another observation is let go of outside the center's lock")
+    func handlerReleasedOutsideTheLock() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let a = center.add(remaining: .seconds(30))
+        let b = center.add(remaining: .seconds(40))
+        // Each call runs on another thread with a limit: a center that let go
+        // of the handler under its lock would wait for itself forever.
+        func returns(_ call: @escaping @Sendable () -> Void) -> Bool {
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async { call(); done.signal() }
+            return done.wait(timeout: .now() + 30) == .success
+        }
+        func holding(_ inner: CountdownObservation) -> @Sendable (CountdownEvent) -> Void {
+            { _ in _ = inner }
+        }
+        let outer = try center.observe(a, holding(try center.observe(b) { _ in }))
+        #expect(returns { outer.cancel() }, "cancel")
+        _ = try center.observe(a, holding(try center.observe(b) { _ in }))
+        #expect(returns { center.remove(a) }, "remove")
+        func endHolding(_ inner: CountdownObservation) -> @Sendable (CountdownEnd) -> Void {
+            { _ in _ = inner }
+        }
+        func jumpHolding(_ inner: CountdownObservation) -> @Sendable (TimeBaseJump) -> Void {
+            { _ in _ = inner }
+        }
+        center.onEnd(endHolding(try center.observe(b) { _ in }))
+        #expect(returns { center.onEnd(nil) }, "onEnd(nil)")
+        center.onTimeBaseJump(jumpHolding(try center.observe(b) { _ in }))
+        #expect(returns { center.onTimeBaseJump(nil) }, "onTimeBaseJump(nil)")
     }
 
     @Test("a suspend: ends that passed while the boot clock moved alone come at once, with their lateness")
