@@ -141,9 +141,9 @@ public final class ManualClock: TimerClock, Sendable {
 
     /// Returns once at least `count` sleeps are waiting for the clock (as
     /// ``pendingSleeps`` counts them): the way for a test to know that the
-    /// tasks it started have gone to sleep. It
-    /// also returns, at once, when the calling task is cancelled (a test's
-    /// time limit, say), so check `Task.isCancelled` where that matters.
+    /// tasks it started have gone to sleep. It also returns, at once, when
+    /// the calling task is cancelled (a test's time limit, say), so check
+    /// `Task.isCancelled` where that matters.
     public func waitForSleepers(_ count: Int) async {
         let number = sleepers.withLock { sleepers in
             defer { sleepers.nextWaiter += 1 }
