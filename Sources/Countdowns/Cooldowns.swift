@@ -1,3 +1,4 @@
+import Synchronization
 import TimerKit
 import TrustedTime
 
@@ -21,10 +22,11 @@ import TrustedTime
 /// it), so it can be observed like any other. With a file, every start and
 /// cancel saves the running cooldowns there, atomically, in a small
 /// versioned and checksummed format (the same envelope as a
-/// `TrustedClock`'s state). The first start, cancel or save restores what
-/// the file holds first, so that nothing saved is lost and a cooldown the
-/// file holds is the one found; a file that cannot be read is never
-/// overwritten, except by ``replaceStateFile()``.
+/// `TrustedClock`'s state). The first call of any member restores what the
+/// file holds first (as ``restore()`` does, if it was not called), so that
+/// nothing saved is lost and a cooldown the file holds is the one found and
+/// counted; a file that cannot be read is never overwritten, except by
+/// ``replaceStateFile()``.
 ///
 /// A file is one process's at a time: once read, it is not read again, and
 /// each save writes this `Cooldowns`'s cooldowns. Two processes saving to
@@ -39,13 +41,21 @@ import TrustedTime
 /// than it should, never earlier. (A restart in the same boot needs
 /// neither: the boot-clock end still holds.)
 ///
+/// **Keys** are told apart by their UTF-8 bytes, as the file holds them and
+/// as Linux tells file names apart, not by Swift's `String` equality: "é"
+/// (U+00E9) and "e" followed by U+0301 are two keys, each saved and found
+/// with its own bytes. Normalize keys first if such pairs should be one.
+///
 /// Thread safety: every member may be used from any thread. Saves are
 /// written one at a time, each with the cooldowns running when its turn
 /// comes, so the file ends holding the latest.
 public final class Cooldowns: Sendable {
     /// A running cooldown.
+    ///
+    /// Two are equal when every property is, the keys compared by their
+    /// UTF-8 bytes.
     public struct Cooldown: Sendable, Hashable {
-        /// Its key.
+        /// Its key, with the bytes it was started (or saved) with.
         public var key: String
         /// Its countdown in the center: observe it for ticks and the end.
         public var countdown: Countdown
@@ -53,6 +63,20 @@ public final class Cooldowns: Sendable {
         public var duration: Duration
         /// When it ends, on the boot clock.
         public var end: BootClock.Instant
+
+        /// Whether every property is equal, the keys byte for byte.
+        public static func == (lhs: Cooldown, rhs: Cooldown) -> Bool {
+            CooldownKey(lhs.key) == CooldownKey(rhs.key) && lhs.countdown == rhs.countdown
+                && lhs.duration == rhs.duration && lhs.end == rhs.end
+        }
+
+        /// Hashes every property, the key by its bytes.
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(CooldownKey(key))
+            hasher.combine(countdown)
+            hasher.combine(duration)
+            hasher.combine(end)
+        }
     }
 
     /// What ``restore()`` did.
@@ -73,12 +97,20 @@ public final class Cooldowns: Sendable {
     /// The clock that places them in server time for a reboot, if any.
     public let trustedClock: TrustedClock?
     private let bootID: String?
-    private let running = ThreadLocked<[String: Cooldown]>([:])
+    private let running = ThreadLocked<[CooldownKey: Cooldown]>([:])
     /// Held for every read and write of the file, so that saves from
     /// several threads land in the order they took the running cooldowns
     /// (the last save holds the latest). Guards whether the file was read
     /// (or found missing), so that saving cannot lose what it held.
     private let fileAccess = ThreadLocked(false)
+    /// Set, under `fileAccess`, once the file has been read (or found
+    /// missing), and never cleared: a call that sees it set reads nothing
+    /// and takes no lock for the file.
+    private let fileIsRead = Atomic<Bool>(false)
+    /// Set, under `fileAccess`, once a lookup has tried to read the file:
+    /// lookups try once, and leave a file that cannot be read to a start, a
+    /// cancel, ``save()`` or ``restore()``, which report its error.
+    private let lookupTriedFile = Atomic<Bool>(false)
 
     /// Cooldowns counting down in `center`, saved to `file` if given.
     ///
@@ -124,12 +156,13 @@ public final class Cooldowns: Sendable {
         guard duration.saturatingNanoseconds >= 1 else { throw .invalidDuration(duration) }
         let readError = readFileIfNotRead()
         let (cooldown, started) = running.withLock { running -> (Cooldown, Bool) in
+            let key = CooldownKey(key)
             if let current = running[key], center.contains(current.countdown) { return (current, false) }
             // In whole nanoseconds, rounded up: the file holds whole
             // nanoseconds, and a restored end must not come earlier.
             let end = Self.withinRange(center.loop.now(.boot) + .nanoseconds(duration.nanosecondsRoundedUp))
             let cooldown = Cooldown(
-                key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
+                key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
             running[key] = cooldown
             return (cooldown, true)
         }
@@ -142,8 +175,15 @@ public final class Cooldowns: Sendable {
     }
 
     /// The cooldown running for `key`, if any.
+    ///
+    /// If the file has not been read yet, it is restored first, as by the
+    /// first ``save()``, so that a cooldown it holds is found. A file that
+    /// cannot be read is left as it is, and only the cooldowns in memory are
+    /// looked at (``restore()`` tells what is wrong with it).
     public func cooldown(key: String) -> Cooldown? {
-        running.withLock { running in
+        readFileForLookup()
+        return running.withLock { running in
+            let key = CooldownKey(key)
             guard let cooldown = running[key] else { return nil }
             guard center.contains(cooldown.countdown) else {
                 running[key] = nil
@@ -154,12 +194,20 @@ public final class Cooldowns: Sendable {
     }
 
     /// The time left of the cooldown running for `key`; `nil` if none runs.
+    /// Reads the file first, as ``cooldown(key:)`` does.
     public func remaining(key: String) -> Duration? {
         cooldown(key: key).flatMap { center.remaining($0.countdown) }
     }
 
-    /// Every cooldown still running.
+    /// Every cooldown still running. Reads the file first, as
+    /// ``cooldown(key:)`` does.
     public var all: [Cooldown] {
+        readFileForLookup()
+        return runningCooldowns()
+    }
+
+    /// Every cooldown still running in memory.
+    private func runningCooldowns() -> [Cooldown] {
         running.withLock { running in
             running = running.filter { center.contains($0.value.countdown) }
             return Array(running.values)
@@ -179,7 +227,7 @@ public final class Cooldowns: Sendable {
     public func cancel(key: String) throws(CountdownError) -> Bool {
         let readError = readFileIfNotRead()
         let cancelled = running.withLock { running in
-            guard let cooldown = running.removeValue(forKey: key) else { return false }
+            guard let cooldown = running.removeValue(forKey: CooldownKey(key)) else { return false }
             return center.remove(cooldown.countdown)
         }
         if cancelled, file != nil {
@@ -202,9 +250,20 @@ public final class Cooldowns: Sendable {
     ///   then unchanged.
     public func save() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
-        try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+        try withFile { (fileRead: inout Bool) throws(CountdownError) in
             try readIfNotRead(&fileRead)
             try write()
+        }
+    }
+
+    /// Runs `body` holding `fileAccess`, and notes in `fileIsRead` a file
+    /// that `body` read.
+    private func withFile<Result, Failure: Error>(
+        _ body: (inout Bool) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try fileAccess.withLock { (fileRead: inout Bool) throws(Failure) in
+            defer { if fileRead { fileIsRead.store(true, ordering: .releasing) } }
+            return try body(&fileRead)
         }
     }
 
@@ -213,14 +272,27 @@ public final class Cooldowns: Sendable {
     /// cannot be read, which stays unread and as it is. `nil` without a
     /// file.
     private func readFileIfNotRead() -> CountdownError? {
-        guard file != nil else { return nil }
-        return fileAccess.withLock { (fileRead: inout Bool) -> CountdownError? in
+        guard file != nil, !fileIsRead.load(ordering: .acquiring) else { return nil }
+        return withFile { (fileRead: inout Bool) -> CountdownError? in
             do throws(CountdownError) {
                 try readIfNotRead(&fileRead)
             } catch {
                 return error
             }
             return nil
+        }
+    }
+
+    /// Restores the file for a lookup, if it has not been read and no
+    /// lookup has tried yet; a file that cannot be read is left as it is.
+    private func readFileForLookup() {
+        guard file != nil, !fileIsRead.load(ordering: .acquiring),
+            !lookupTriedFile.load(ordering: .acquiring)
+        else { return }
+        withFile { (fileRead: inout Bool) in
+            guard !lookupTriedFile.load(ordering: .relaxed) else { return }
+            lookupTriedFile.store(true, ordering: .releasing)
+            try? readIfNotRead(&fileRead)
         }
     }
 
@@ -243,7 +315,7 @@ public final class Cooldowns: Sendable {
     ///   ``CountdownError/tooManyCooldowns(_:)``, ``CountdownError/system(_:)``.
     public func replaceStateFile() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
-        try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+        try withFile { (fileRead: inout Bool) throws(CountdownError) in
             try write()
             fileRead = true
         }
@@ -254,9 +326,9 @@ public final class Cooldowns: Sendable {
     private func write() throws(CountdownError) {
         guard let file else { throw .noStateFile }
         let now = center.loop.now(.boot)
-        let running = all
+        let running = runningCooldowns()
         guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
-        let entries = running.sorted { $0.key < $1.key }.map { cooldown in
+        let entries = running.sorted { CooldownKey.precedes($0.key, $1.key) }.map { cooldown in
             CooldownStateFile.Entry(
                 key: cooldown.key, end: cooldown.end, duration: cooldown.duration,
                 trustedEnd: serverTime(atBoot: cooldown.end))
@@ -292,7 +364,7 @@ public final class Cooldowns: Sendable {
     @discardableResult
     public func restore() throws(CountdownError) -> RestoreOutcome {
         guard file != nil else { throw .noStateFile }
-        return try fileAccess.withLock { (fileRead: inout Bool) throws(CountdownError) in
+        return try withFile { (fileRead: inout Bool) throws(CountdownError) in
             try restore(fileRead: &fileRead)
         }
     }
@@ -369,17 +441,19 @@ public final class Cooldowns: Sendable {
     /// same countdown, whose observations go on and hear its end there.
     private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Bool {
         let end = Self.withinRange(end)
+        let key = CooldownKey(key)
         return running.withLock { running in
             if let current = running[key], center.contains(current.countdown) {
                 guard current.end < end else { return false }
                 if center.moveEnd(of: current.countdown, to: end) {
-                    running[key] = Cooldown(key: key, countdown: current.countdown, duration: duration, end: end)
+                    running[key] = Cooldown(
+                        key: key.string, countdown: current.countdown, duration: duration, end: end)
                     return true
                 }
                 // It ended meanwhile (on the loop's thread): a new one.
             }
             running[key] = Cooldown(
-                key: key, countdown: center.add(endingAt: end), duration: duration, end: end)
+                key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
             return true
         }
     }

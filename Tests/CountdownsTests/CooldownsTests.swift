@@ -265,6 +265,12 @@ struct CooldownsTests {
 
         func expectRefused(_ bytes: [UInt8], _ expected: CountdownError) throws {
             try write(bytes, to: path)
+            // A lookup reads the file first: it finds nothing, and changes nothing.
+            let (_, _, looker) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+            #expect(looker.cooldown(key: "kept") == nil)
+            #expect(looker.remaining(key: "kept") == nil)
+            #expect(looker.all.isEmpty)
+            #expect(readAll(path) == bytes, "a lookup changed the file")
             let (_, _, other) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
             // Starting a cooldown saves, which reads the file first: refused,
             // the file is kept, and the cooldown runs in memory.
@@ -337,6 +343,58 @@ struct CooldownsTests {
         #expect(ended.value == 1)
         observation.cancel()
         #expect(center.count == 0)
+    }
+
+    @Test("a lookup before restore() reads the file first: cooldown(key:), remaining(key:) and all find what it holds")
+    func lookupsBeforeRestoreReadTheFile() throws {
+        let path = temporaryPath("state")
+        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "k", duration: .seconds(60))
+        // Restarts in the same boot, each making one lookup first.
+        let (_, byKey, cooldowns) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        let found = try #require(cooldowns.cooldown(key: "k"))
+        #expect(found.end == BootClock.Instant(offset: .seconds(160)))
+        #expect(byKey.contains(found.countdown))
+        let (_, _, byRemaining) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(byRemaining.remaining(key: "k") == .seconds(50))
+        let (loop, byAll, all) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(all.all.map(\.key) == ["k"])
+        #expect(byAll.count == 1)
+        // The cooldown found is the one that runs: it ends at the file's end.
+        try loop.advance(by: .seconds(50) - .nanoseconds(1))
+        #expect(all.remaining(key: "k") == .nanoseconds(1))
+        try loop.advance(by: .nanoseconds(1))
+        #expect(all.cooldown(key: "k") == nil)
+        #expect(byAll.count == 0)
+    }
+
+    @Test("keys are told apart by their bytes: canonically equal strings are two cooldowns, each saved and found with its own bytes")
+    func keysByBytes() throws {
+        let path = temporaryPath("state")
+        let (_, center, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed, "one String to Swift")
+        let a = try cooldowns.cooldown(key: composed, duration: .seconds(60))
+        let b = try cooldowns.cooldown(key: decomposed, duration: .seconds(30))
+        #expect(a.countdown != b.countdown)
+        #expect(a != b)
+        #expect(center.count == 2)
+        #expect(cooldowns.cooldown(key: decomposed).map { Array($0.key.utf8) } == Array(decomposed.utf8))
+        #expect(cooldowns.remaining(key: composed) == .seconds(60))
+        #expect(cooldowns.remaining(key: decomposed) == .seconds(30))
+        // A restart finds each with its own bytes and its own end.
+        let (_, _, restarted) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 2))
+        #expect(restarted.remaining(key: composed) == .seconds(50))
+        #expect(restarted.remaining(key: decomposed) == .seconds(20))
+        #expect(Set(restarted.all.map { Array($0.key.utf8) }) == [Array(composed.utf8), Array(decomposed.utf8)])
+        // Cancelling one leaves the other.
+        #expect(try restarted.cancel(key: decomposed))
+        #expect(restarted.remaining(key: composed) == .seconds(50))
+        #expect(restarted.remaining(key: decomposed) == nil)
+        let (_, _, again) = try process(boot: .seconds(111), bootID: "boot-a", path: path)
+        #expect(again.all.map { Array($0.key.utf8) } == [Array(composed.utf8)])
     }
 
     @Test("a cancel before restore() reads the file first: the file's cooldown ends and does not come back")
