@@ -73,6 +73,10 @@ public final class CountdownCenter: Sendable {
     /// Bumped whenever an observation ends early (cancelled, or its
     /// countdown removed), so that a serve delivering knows to check.
     private let observationsEnded = Atomic<UInt64>(0)
+    /// Bumped, under the lock, whenever ``onEnd(_:)`` sets a handler, so
+    /// that a serve delivering ends collected for the handler before knows
+    /// to give them to the one set now.
+    private let endHandlerChanges = Atomic<UInt64>(0)
     private let timer: LoopTimer<BootClock>
     private let sampleObserver: UInt64?
 
@@ -361,10 +365,20 @@ public final class CountdownCenter: Sendable {
 
     /// Calls `handler` on the center's loop for every countdown's end,
     /// observed or not; `nil` removes it.
+    ///
+    /// The handler set before is called no more, as a cancelled
+    /// observation's is: called on the loop's thread (from any handler),
+    /// this takes effect at once, and ends of the same serve not delivered
+    /// yet go to `handler` (to none for `nil`). Called from another thread,
+    /// no call of the old handler starts after it returns, except one the
+    /// loop's thread was starting at that very moment.
     public func onEnd(_ handler: (@Sendable (CountdownEnd) -> Void)?) {
         // The old handler is let go of with no lock held (see remove(_:)).
         let old = state.withLock { state in
-            defer { state.endHandler = handler }
+            defer {
+                state.endHandler = handler
+                endHandlerChanges.add(1, ordering: .releasing)
+            }
             return state.endHandler
         }
         _ = old
@@ -378,6 +392,10 @@ public final class CountdownCenter: Sendable {
     /// it skipped; after a move back, a countdown whose displayed value grew
     /// ticks at once with the larger value, and grid ticks go on from the
     /// next grid point of the new time.)
+    ///
+    /// A jump is told on the loop, after the re-sync: to the handler set
+    /// when it is told, so that one replaced or removed in the meantime
+    /// hears nothing more.
     public func onTimeBaseJump(
         threshold: Duration = .seconds(1), _ handler: (@Sendable (TimeBaseJump) -> Void)?
     ) {
@@ -449,7 +467,9 @@ public final class CountdownCenter: Sendable {
     func serve() {
         let now = now().base
         let endings = observationsEnded.load(ordering: .acquiring)
+        var handlerChanges: UInt64 = 0
         var deliveries = state.withLock { state in
+            handlerChanges = endHandlerChanges.load(ordering: .relaxed)
             var deliveries: [Delivery] = []
             swap(&deliveries, &state.spareDeliveries)
             state.collectDue(now: now, into: &deliveries)
@@ -468,6 +488,14 @@ public final class CountdownCenter: Sendable {
             {
                 continue
             }
+            if case .end(_, let event) = deliveries[index],
+                endHandlerChanges.load(ordering: .acquiring) != handlerChanges
+            {
+                // onEnd set another handler since the collection: the end
+                // goes to the one set now, if any.
+                if let handler = state.withLock({ $0.endHandler }) { handler(event) }
+                continue
+            }
             deliveries[index].deliver()
         }
         // The handlers are released here, with no lock held; the buffer is
@@ -483,26 +511,31 @@ public final class CountdownCenter: Sendable {
     func timeBaseChanged() {
         let (offset, boot) = currentOffset()
         let baseNow = offset &+ boot.offset.saturatingNanoseconds
-        let jump = state.withLock { state -> (@Sendable () -> Void)? in
+        let jump = state.withLock { state -> TimeBaseJump? in
             let change = offset.subtractingSaturating(state.baseOffset)
             state.baseOffset = offset
             state.replanTicks(now: baseNow)
             state.armed = nil
             rearm(&state)
-            guard let handler = state.jumpHandler, change.magnitude > UInt64(state.jumpThreshold) else {
+            guard state.jumpHandler != nil, change.magnitude > UInt64(state.jumpThreshold) else {
                 return nil
             }
-            let event = TimeBaseJump(change: .nanoseconds(change))
-            return { handler(event) }
+            return TimeBaseJump(change: .nanoseconds(change))
         }
         guard let jump else { return }
-        // On the center's loop, in its modes, like every other event.
+        // On the center's loop, in its modes, like every other event; to
+        // the handler set then.
         do {
-            let timer = try LoopTimer(after: .zero) { _, _ in jump() }
+            let timer = try LoopTimer(after: .zero) { [weak self] _, _ in self?.tell(jump) }
             try loop.add(timer, in: modes)
         } catch {
-            jump()  // a loop that refuses work: tell at once rather than never
+            tell(jump)  // a loop that refuses work: tell at once rather than never
         }
+    }
+
+    /// Calls the jump handler set now, if any, with no lock held.
+    private func tell(_ jump: TimeBaseJump) {
+        if let handler = state.withLock({ $0.jumpHandler }) { handler(jump) }
     }
 }
 

@@ -15,6 +15,7 @@ final class Recorder: @unchecked Sendable {
     private let lock = Locked<[String]>([])
     var all: [String] { lock.value }
     func append(_ line: String) { lock.withLock { $0.append(line) } }
+    func clear() { lock.withLock { $0.removeAll() } }
 }
 
 /// Seconds (with up to three decimals) of a duration, for compact logs.
@@ -315,6 +316,32 @@ struct CountdownCenterTests {
         #expect(heard.all == ["a ended"], "b and c hear nothing once cancelled")
         #expect(center.count == 0)
         first.cancel()
+    }
+
+    @Test("onEnd replaced or removed by a handler: ends of the same serve not delivered yet go to the handler set now")
+    func endHandlerReplacedWhileDelivering() throws {
+        let loop = try TimerLoop.manual()
+        let center = try CountdownCenter(loop: loop)
+        let heard = Recorder()
+        // Three ends at the same instant, collected by one serve. The first
+        // handler to hear one replaces itself; the next time, removes it.
+        let first: @Sendable (CountdownEnd) -> Void = { end in
+            heard.append("first")
+            center.onEnd { _ in heard.append("second") }
+        }
+        center.onEnd(first)
+        for _ in 0..<3 { center.add(remaining: .seconds(5)) }
+        try loop.advance(by: .seconds(6))
+        #expect(heard.all == ["first", "second", "second"])
+        heard.clear()
+        center.onEnd { _ in
+            heard.append("removing")
+            center.onEnd(nil)
+        }
+        for _ in 0..<3 { center.add(remaining: .seconds(5)) }
+        try loop.advance(by: .seconds(6))
+        #expect(heard.all == ["removing"], "no handler hears the ends after onEnd(nil)")
+        #expect(center.count == 0)
     }
 
     @Test("bad input is refused and changes nothing")

@@ -170,6 +170,33 @@ struct FlashSaleTests {
         grid.cancel()
     }
 
+    @Test("a jump is told to the handler set when it is told: one replaced or removed after the re-sync hears nothing")
+    func jumpGoesToTheHandlerSetNow() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock), modes: [.default])
+        let heard = Locked<[String]>([])
+        center.onTimeBaseJump(threshold: .seconds(5)) { _ in heard.withLock { $0.append("old") } }
+        // Server time was 20 s behind; the jump is told on the loop.
+        var received = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_020) - .microseconds(100),
+            sentAt: received - .microseconds(200), receivedAt: received))
+        center.onTimeBaseJump(threshold: .seconds(5)) { jump in
+            heard.withLock { $0.append("new \(jump.change > .seconds(19) && jump.change < .seconds(21))") }
+        }
+        try loop.advance(by: .zero)
+        #expect(heard.value == ["new true"])
+        // Back 20 s, and the handler removed before the loop tells it.
+        received = loop.now(.boot)
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_297_000) - .microseconds(100),
+            sentAt: received - .microseconds(200), receivedAt: received))
+        center.onTimeBaseJump(nil)
+        try loop.advance(by: .seconds(1))
+        #expect(heard.value == ["new true"])
+    }
+
     @Test("a payload sale on a trusted center needs no sync to be right")
     func payloadOnTrustedCenter() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(100))
