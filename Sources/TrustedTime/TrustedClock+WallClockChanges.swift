@@ -30,7 +30,14 @@ extension TrustedClock {
     /// that detected it: a syncing thread, a checking thread, or the monitor's
     /// loop thread), replacing any earlier one; `nil` removes it.
     public func onWallClockChange(_ handler: (@Sendable (WallClockChange) -> Void)?) {
-        state.withLock { $0.handler = handler }
+        // The old handler is let go of with no lock held: it may hold the
+        // last reference to something whose deinit takes the clock's lock
+        // (a countdown center on this clock removes its sample observer).
+        let old = state.withLock { state in
+            defer { state.handler = handler }
+            return state.handler
+        }
+        _ = old
     }
 
     /// A new stream of every ``WallClockChange`` from now on (the 16 newest

@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import TimerKit
 import TrustedTime
@@ -195,6 +196,25 @@ struct FlashSaleTests {
         center.onTimeBaseJump(nil)
         try loop.advance(by: .seconds(1))
         #expect(heard.value == ["new true"])
+    }
+
+    @Test("a wall-clock-change handler holding the last reference to a center on the clock is let go of outside the clock's lock")
+    func wallClockHandlerReleasedOutsideTheLock() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
+        // The center's deinit removes its sample observer from the clock,
+        // under the clock's lock: a clock that let go of the handler under
+        // that lock would wait for itself forever.
+        func holding(_ center: CountdownCenter) -> @Sendable (WallClockChange) -> Void {
+            { _ in _ = center }
+        }
+        clock.onWallClockChange(holding(try CountdownCenter(loop: loop, timeBase: .trusted(clock))))
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            clock.onWallClockChange(nil)
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "onWallClockChange(nil) did not return")
     }
 
     @Test("a payload sale on a trusted center needs no sync to be right")
