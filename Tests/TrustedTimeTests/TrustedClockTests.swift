@@ -309,9 +309,13 @@ struct TrustedClockTests {
     }
 
     @Test("sleep(until:) on readings whose boot clock is not the machine's: no spin, no wait for the machine's clock",
-          arguments: [Duration.seconds(-3600), .seconds(3600)])
-    func sleepOnShiftedReadings(shift: Duration) async throws {
-        let readings = ShiftedReadings(shift: shift)
+          arguments: [false, true])
+    func sleepOnShiftedReadings(ahead: Bool) async throws {
+        // An hour ahead, or behind by as much as the machine's boot clock
+        // allows (an hour, or half its reading on a machine up for less than
+        // two hours): a time sample is never taken at a negative reading.
+        let behind = min(.seconds(3600), BootClock.now.offset / 2)
+        let readings = ShiftedReadings(shift: ahead ? .seconds(3600) : .zero - behind)
         let clock = TrustedClock(readings: readings)
         let boot = readings.boot
         try clock.sync(
