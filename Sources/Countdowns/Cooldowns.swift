@@ -226,10 +226,11 @@ public final class Cooldowns: Sendable {
     @discardableResult
     public func cancel(key: String) throws(CountdownError) -> Bool {
         let readError = readFileIfNotRead()
-        let cancelled = running.withLock { running in
-            guard let cooldown = running.removeValue(forKey: CooldownKey(key)) else { return false }
-            return center.remove(cooldown.countdown)
-        }
+        // Removed from the center after the lock: the center lets go of the
+        // countdown's observation handlers there, and one may hold the last
+        // reference to an object whose deinit calls these cooldowns.
+        let removed = running.withLock { $0.removeValue(forKey: CooldownKey(key)) }
+        let cancelled = removed.map { center.remove($0.countdown) } ?? false
         if cancelled, file != nil {
             if let readError { throw readError }
             try save()

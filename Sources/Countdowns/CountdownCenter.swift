@@ -368,8 +368,9 @@ public final class CountdownCenter: Sendable {
     ///
     /// The handler set before is called no more, as a cancelled
     /// observation's is: called on the loop's thread (from any handler),
-    /// this takes effect at once, and ends of the same serve not delivered
-    /// yet go to `handler` (to none for `nil`). Called from another thread,
+    /// this takes effect at once: ends of the same serve that the old
+    /// handler has not heard yet go to `handler` (to none for `nil`; a serve
+    /// that began with no handler set collected none). Called from another thread,
     /// no call of the old handler starts after it returns, except one the
     /// loop's thread was starting at that very moment.
     public func onEnd(_ handler: (@Sendable (CountdownEnd) -> Void)?) {

@@ -168,6 +168,12 @@ public final class QueueTimer: Sendable {
     /// one before (`nil` removes it). It receives the number of fires merged
     /// since it last ran (at least 1). Fires that come while no handler is
     /// set wait for the next one. After ``cancel()`` this does nothing.
+    ///
+    /// Once this returns, no run of the old handler starts, save one that
+    /// the queue was starting at that very moment when this is called from
+    /// another thread (as for ``cancel()``). The old handler is let go of
+    /// with no lock held, so it may hold the last reference to an object
+    /// whose deinit cancels this timer.
     public func setEventHandler(_ handler: (@Sendable (_ fires: UInt64) -> Void)?) {
         core.setEventHandler(handler)
     }

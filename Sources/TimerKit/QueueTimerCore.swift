@@ -74,20 +74,28 @@ final class QueueTimerCore: @unchecked Sendable {
 
     // MARK: Lifecycle
 
+    // A handler replaced or dropped is let go of with no lock held: it may
+    // hold the last reference to an object whose deinit cancels this timer,
+    // which takes the same lock.
+
     func setEventHandler(_ handler: EventHandler?) {
-        let deliver = state.withLock { state -> Bool in
-            guard state.phase != .cancelled else { return false }
+        let (deliver, old) = state.withLock { state -> (Bool, EventHandler?) in
+            guard state.phase != .cancelled else { return (false, nil) }
+            let old = state.eventHandler
             state.eventHandler = handler
-            return startDelivery(&state)
+            return (startDelivery(&state), old)
         }
+        _ = old
         if deliver { dispatchDelivery() }
     }
 
     func setCancelHandler(_ handler: CancelHandler?) {
-        state.withLock { state in
-            guard state.phase != .cancelled else { return }
-            state.cancelHandler = handler
+        let old = state.withLock { state -> CancelHandler? in
+            guard state.phase != .cancelled else { return nil }
+            defer { state.cancelHandler = handler }
+            return state.cancelHandler
         }
+        _ = old
     }
 
     /// Sets the grid; fires counted for the old one are dropped.
@@ -154,18 +162,22 @@ final class QueueTimerCore: @unchecked Sendable {
     /// Cancels the timer; returns false if it was cancelled already.
     @discardableResult
     func cancel() -> Bool {
-        let (cancelled, handler) = state.withLock { state -> (Bool, CancelHandler?) in
-            guard state.phase != .cancelled else { return (false, nil) }
+        let (cancelled, handler, eventHandler) = state.withLock {
+            state -> (Bool, CancelHandler?, EventHandler?) in
+            guard state.phase != .cancelled else { return (false, nil, nil) }
             state.phase = .cancelled
             disarm(state.armed)
             state.armed = 0
             state.pending = 0
+            // Let go of after the lock (see setEventHandler).
+            let eventHandler = state.eventHandler
             state.eventHandler = nil
             // A delivery under way runs the cancel handler once it is done.
-            if state.delivering { return (true, nil) }
+            if state.delivering { return (true, nil, eventHandler) }
             defer { state.cancelHandler = nil }
-            return (true, state.cancelHandler)
+            return (true, state.cancelHandler, eventHandler)
         }
+        _ = eventHandler
         if let handler { queue.async(execute: handler) }
         return cancelled
     }

@@ -29,6 +29,9 @@ extension TrustedClock {
     /// Sets the function called with every ``WallClockChange`` (on the thread
     /// that detected it: a syncing thread, a checking thread, or the monitor's
     /// loop thread), replacing any earlier one; `nil` removes it.
+    ///
+    /// Once this returns, no call of the old handler starts, save one for a
+    /// change that another thread had detected at that very moment.
     public func onWallClockChange(_ handler: (@Sendable (WallClockChange) -> Void)?) {
         // The old handler is let go of with no lock held: it may hold the
         // last reference to something whose deinit takes the clock's lock

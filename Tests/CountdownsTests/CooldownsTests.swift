@@ -448,6 +448,32 @@ struct CooldownsTests {
         #expect(center.count == 0)
     }
 
+    @Test("a cancel lets go of the countdown's observation handlers outside the cooldowns' lock")
+    func cancelReleasesHandlersOutsideTheLock() throws {
+        let loop = try TimerLoop.manual()
+        let cooldowns = Cooldowns(center: try CountdownCenter(loop: loop))
+        // A screen whose deinit cancels its own cooldown, held only by an
+        // observation's handler: cancels that let go of the handler under
+        // the cooldowns' lock would wait for themselves forever.
+        final class Screen: Sendable {
+            let cooldowns: Cooldowns
+            init(_ cooldowns: Cooldowns) { self.cooldowns = cooldowns }
+            deinit { _ = try? cooldowns.cancel(key: "screen") }
+        }
+        func holding(_ screen: Screen) -> @Sendable (CountdownEvent) -> Void { { _ in _ = screen } }
+        try cooldowns.cooldown(key: "screen", duration: .seconds(30))
+        let cooldown = try cooldowns.cooldown(key: "resend", duration: .seconds(60))
+        let observation = try cooldowns.center.observe(cooldown.countdown, holding(Screen(cooldowns)))
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? cooldowns.cancel(key: "resend")
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "cancel(key:) did not return")
+        #expect(cooldowns.all.isEmpty, "the screen's deinit cancelled its cooldown too")
+        observation.cancel()
+    }
+
     @Test("bad keys and durations are refused")
     func badInput() throws {
         let (_, center, cooldowns) = try process(boot: .seconds(1), bootID: "b", path: temporaryPath("s"))

@@ -62,6 +62,40 @@ private struct Rig {
 
 @Suite("QueueTimer")
 struct QueueTimerTests {
+    @Test("setEventHandler, setCancelHandler and cancel let go of handlers outside the timer's lock")
+    func handlersReleasedOutsideTheLock() throws {
+        let loop = try TimerLoop.manual()
+        let queue = DispatchQueue(label: "QueueTimerTests.release")
+        // An owner that cancels its timer in its deinit, held only by the
+        // timer's handler: a timer that let go of the handler under its lock
+        // would wait for itself forever. Each call runs on another thread
+        // with a limit.
+        final class Owner: Sendable {
+            let timer: QueueTimer
+            init(_ timer: QueueTimer) { self.timer = timer }
+            deinit { timer.cancel() }
+        }
+        func returns(_ call: @escaping @Sendable () -> Void) -> Bool {
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async { call(); done.signal() }
+            return done.wait(timeout: .now() + 30) == .success
+        }
+        func holding(_ owner: Owner) -> @Sendable (UInt64) -> Void { { _ in _ = owner } }
+        func cancelHolding(_ owner: Owner) -> @Sendable () -> Void { { _ = owner } }
+        let first = try QueueTimer(queue: queue, loop: loop)
+        first.setEventHandler(holding(Owner(first)))
+        #expect(returns { first.setEventHandler(nil) }, "setEventHandler(nil)")
+        #expect(first.isCancelled, "the owner's deinit ran, and cancelled the timer")
+        let second = try QueueTimer(queue: queue, loop: loop)
+        second.setEventHandler(holding(Owner(second)))
+        #expect(returns { second.cancel() }, "cancel()")
+        let third = try QueueTimer(queue: queue, loop: loop)
+        third.setCancelHandler(cancelHolding(Owner(third)))
+        #expect(returns { third.setCancelHandler(nil) }, "setCancelHandler(nil)")
+        #expect(third.isCancelled)
+        queue.sync {}
+    }
+
     // MARK: Firing on a manual loop
 
     @Test("a one-shot timer fires once, at its deadline, on the queue")
