@@ -56,9 +56,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// Pending perform requests, by target (see ``perform(after:in:target:_:)``).
     let performRegistry = ThreadLocked(PerformRegistry())
 
-    /// Every clock-change handler ever set, kept alive for as long as the C
-    /// loop may call it.
-    let clockChangeHandlers = ThreadLocked<[ClockChangeHandler]>([])
+    /// The wall-clock-change handler: the C loop's context for it, for the
+    /// loop's life (see TimerLoop+WallClock.swift).
+    let clockChangeHandler = ClockChangeHandler()
 
     /// What waits on the loop's thread, and how the thread's run ended (see
     /// TimerLoop+Waiters.swift).

@@ -28,6 +28,42 @@ struct TimerLoopTests {
         }
     }
 
+    @Test("a wall-clock-change handler replaced or removed is let go of, and only the one set is called")
+    func wallClockHandlerReplaced() throws {
+        let loop = try TimerLoop.manual()
+        final class Token: Sendable {}
+        final class Watch: @unchecked Sendable {
+            weak var token: Token?
+        }
+        let log = Locked<[String]>([])
+        func step() throws {
+            try loop.setManualTime(to: loop.now(.wall) + .seconds(60))
+            try loop.advance(by: .zero)
+        }
+        func handler(_ name: String, holding token: Token, _ watch: Watch) -> @Sendable () -> Void {
+            watch.token = token
+            return { _ = token; log.withLock { $0.append(name) } }
+        }
+        let first = Watch()
+        try loop.onWallClockChange(handler("first", holding: Token(), first))
+        try step()
+        #expect(log.value == ["first"])
+        let second = Watch()
+        try loop.onWallClockChange(handler("second", holding: Token(), second))
+        #expect(first.token == nil, "the replaced handler was kept")
+        try step()
+        #expect(log.value == ["first", "second"])
+        loop.removeWallClockChangeHandler()
+        #expect(second.token == nil, "the removed handler was kept")
+        try step()
+        #expect(log.value == ["first", "second"])
+        // Set again after a removal: called again.
+        try loop.onWallClockChange { log.withLock { $0.append("third") } }
+        try step()
+        #expect(log.value == ["first", "second", "third"])
+        #expect(loop.statistics.clockChanges == 4)
+    }
+
     @Test("a wall-clock step on a manual loop calls onWallClockChange before wall timers fire")
     func wallClockStep() throws {
         let loop = try TimerLoop.manual()
