@@ -20,6 +20,12 @@ func render(remaining: Duration, skipped: UInt64) {}
 func ring() {}
 func sendPacket() {}
 var ticker: FrameTicker { never() }
+var connection: Connection { never() }
+
+/// A network connection of the app's.
+final class Connection: Sendable {
+    func close() {}
+}
 
 // TrustedTime's samples.
 var clock: TrustedClock { never() }

@@ -108,6 +108,53 @@ final class TimerKitScheduleSide: ScheduleSide {
     }
 }
 
+/// TimerKit's timers with no object each (`TimerCallbacks`): one handler
+/// for all, each timer a value naming it in the C table.
+final class TimerKitCallbacksScheduleSide: ScheduleSide {
+    static let sideName = "TimerKit TimerCallbacks"
+    let name = TimerKitCallbacksScheduleSide.sideName
+
+    /// Does nothing when a timer fires (no loop runs in this benchmark).
+    private final class Handler: TimerCallbackHandler {
+        func timerFired(_ timer: CallbackTimer, missed: UInt64) {}
+    }
+
+    private let loop: TimerLoop
+    private let callbacks: TimerCallbacks<Handler>
+    private var pending: [CallbackTimer] = []
+
+    init() throws {
+        loop = try TimerLoop()
+        callbacks = loop.callbacks(Handler())
+    }
+
+    func fill(_ delays: [Int64]) throws {
+        pending.reserveCapacity(delays.count)
+        for delay in delays { pending.append(try callbacks.schedule(after: .nanoseconds(delay))) }
+    }
+
+    func pairs(_ delays: UnsafeBufferPointer<Int64>) throws {
+        for delay in delays { callbacks.cancel(try callbacks.schedule(after: .nanoseconds(delay))) }
+    }
+
+    func churn(_ delays: UnsafeBufferPointer<Int64>, _ victims: UnsafeBufferPointer<Int>) throws {
+        for i in 0..<delays.count {
+            let timer = try callbacks.schedule(after: .nanoseconds(delays[i]))
+            callbacks.cancel(pending[victims[i]])
+            pending[victims[i]] = timer
+        }
+    }
+
+    func settle() {}
+
+    func drain() {
+        for timer in pending { callbacks.cancel(timer) }
+        pending = []
+        let left = loop.statistics.pending
+        if left != 0 { progress("warning: \(left) TimerCallbacks timers still pending after cancelling all") }
+    }
+}
+
 /// A C loop for a side that calls the core directly.
 func makeCoreLoop() throws -> OpaquePointer {
     var loop: OpaquePointer?

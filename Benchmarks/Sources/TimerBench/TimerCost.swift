@@ -5,14 +5,15 @@
 /// call and a header in every allocation's path and so weighs on the side
 /// that allocates).
 public enum TimerCost {
-    /// Runs one pass with four sides side by side, their repetitions
-    /// alternating: TimerKit, the C core (what the targets are measured on),
-    /// and the C core with each handle in an object of its own: a Swift
-    /// object the loop keeps alive, as it keeps a `LoopTimer` (the least a
-    /// Swift API that keeps a handle in one object per timer costs; a
-    /// `LoopTimer` keeps the core's record instead), and a malloc'd block
-    /// (the same in C). The text of the table, the failures, and the
-    /// figures the cost targets are judged on.
+    /// Runs one pass with five sides side by side, their repetitions
+    /// alternating: TimerKit's `LoopTimer`, the C core (what the targets are
+    /// measured on), the C core with each handle in an object of its own (a
+    /// Swift object the loop keeps alive, as it keeps a `LoopTimer`: the
+    /// least a Swift API that keeps a handle in one object per timer costs;
+    /// a `LoopTimer` keeps the core's record instead; and a malloc'd block,
+    /// the same in C), and TimerKit's `TimerCallbacks`, with no object per
+    /// timer. The text of the table, the failures, and the figures the cost
+    /// targets (judged on the `LoopTimer`) are judged on.
     public static func run(quick: Bool, seed: UInt64)
         -> (text: String, failures: [String], figures: CostTargets.Figures)
     {
@@ -25,9 +26,13 @@ public enum TimerCost {
         let (timerKit, core) = (standard[0], standard[1])
         let object = ScheduleSideMaker(name: CoreObjectScheduleSide.sideName) { try CoreObjectScheduleSide() }
         let boxed = ScheduleSideMaker(name: CoreBoxedScheduleSide.sideName) { try CoreBoxedScheduleSide() }
+        let callbacks = ScheduleSideMaker(name: TimerKitCallbacksScheduleSide.sideName) {
+            try TimerKitCallbacksScheduleSide()
+        }
         var rng = SeededGenerator(seed: seed)
         let rows = ScheduleBench.run(
-            config, makers: [timerKit, core, object, boxed], mallocs: nil, rng: &rng, failures: &failures)
+            config, makers: [timerKit, core, object, boxed, callbacks], mallocs: nil, rng: &rng,
+            failures: &failures)
         var out: [String] = []
         let machine = Machine.describe()
         out.append("timer-cost (seed \(seed)): \(machine.cpuModel), \(machine.processors) CPUs, Linux \(machine.kernel), load \(Machine.loadAverage())")
@@ -37,6 +42,7 @@ public enum TimerCost {
         out.append("read back to cancel and then freed: a Swift object that the loop keeps alive while its timer is")
         out.append("scheduled, as it keeps a LoopTimer, and a malloc'd block. A LoopTimer keeps the core's record")
         out.append("of its timer in itself (tk_loop_schedule_record): a cancel reads it and not the table's record.")
+        out.append("TimerKit TimerCallbacks schedules with no object per timer: one handler, each timer a value.")
         out.append("")
         table(rows, core: core.name, sizes: config.sizes, into: &out)
         out.append("")
