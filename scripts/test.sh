@@ -627,10 +627,11 @@ grep -qE '^one ticker walking all +[0-9]' "$LOGS/countdown-peers.log" ||
     fail "countdown-peers --quick printed no row for the walking ticker (log: $LOGS/countdown-peers.log)"
 run_logged "$LOGS/timer-cost.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/timer-cost --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "timer-cost --quick exited with status $RUN_STATUS (log: $LOGS/timer-cost.log)"
-# Four sides at two sizes (TimerKit, the C core, and the C core with each
-# handle in a Swift object and in a malloc'd block), then what TimerKit adds
-# to the Swift object at each size.
-[ "$(grep -cE '^(TimerKit LoopTimer|C core tk_loop_schedule/cancel|C core \+ Swift object per timer|C core \+ 136 B box per timer) +[0-9]+ +[0-9]+ +[0-9]+ ' "$LOGS/timer-cost.log")" -eq 8 ] ||
+# Five sides at two sizes (TimerKit's LoopTimer, the C core, the C core with
+# each handle in a Swift object and in a malloc'd block, and TimerKit's
+# TimerCallbacks), then what the LoopTimer adds to the Swift object at each
+# size.
+[ "$(grep -cE '^(TimerKit LoopTimer|C core tk_loop_schedule/cancel|C core \+ Swift object per timer|C core \+ 136 B box per timer|TimerKit TimerCallbacks) +[0-9]+ +[0-9]+ +[0-9]+ ' "$LOGS/timer-cost.log")" -eq 10 ] ||
     fail "timer-cost --quick printed no row for each side and size (log: $LOGS/timer-cost.log)"
 [ "$(grep -cE '^ +[0-9]+ pending: +pair [0-9.]+x \([+-][0-9]+ ns\), churn [0-9.]+x \([+-][0-9]+ ns\)$' "$LOGS/timer-cost.log")" -eq 2 ] ||
     fail "timer-cost --quick did not compare TimerKit with the Swift object at each size (log: $LOGS/timer-cost.log)"
