@@ -292,7 +292,9 @@ public final class Cooldowns: Sendable {
         else { return }
         withFile { (fileRead: inout Bool) in
             guard !lookupTriedFile.load(ordering: .relaxed) else { return }
-            lookupTriedFile.store(true, ordering: .releasing)
+            // Set once the read is over: a lookup that finds it set has
+            // waited for the file's lock, and finds what the read restored.
+            defer { lookupTriedFile.store(true, ordering: .releasing) }
             try? readIfNotRead(&fileRead)
         }
     }

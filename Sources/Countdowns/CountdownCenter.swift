@@ -395,8 +395,9 @@ public final class CountdownCenter: Sendable {
     /// next grid point of the new time.)
     ///
     /// A jump is told on the loop, after the re-sync: to the handler set
-    /// when it is told, so that one replaced or removed in the meantime
-    /// hears nothing more.
+    /// when it is told, if the move passes that handler's threshold, so
+    /// that one replaced or removed in the meantime hears nothing more, and
+    /// one set in the meantime hears it.
     public func onTimeBaseJump(
         threshold: Duration = .seconds(1), _ handler: (@Sendable (TimeBaseJump) -> Void)?
     ) {
@@ -518,10 +519,8 @@ public final class CountdownCenter: Sendable {
             state.replanTicks(now: baseNow)
             state.armed = nil
             rearm(&state)
-            guard state.jumpHandler != nil, change.magnitude > UInt64(state.jumpThreshold) else {
-                return nil
-            }
-            return TimeBaseJump(change: .nanoseconds(change))
+            // Judged when told, against the handler set then.
+            return change == 0 ? nil : TimeBaseJump(change: .nanoseconds(change))
         }
         guard let jump else { return }
         // On the center's loop, in its modes, like every other event; to
@@ -534,9 +533,14 @@ public final class CountdownCenter: Sendable {
         }
     }
 
-    /// Calls the jump handler set now, if any, with no lock held.
+    /// Calls the jump handler set now, if any and if the jump passes its
+    /// threshold, with no lock held.
     private func tell(_ jump: TimeBaseJump) {
-        if let handler = state.withLock({ $0.jumpHandler }) { handler(jump) }
+        let change = jump.change.saturatingNanoseconds.magnitude
+        let handler = state.withLock { state in
+            change > UInt64(state.jumpThreshold) ? state.jumpHandler : nil
+        }
+        handler?(jump)
     }
 }
 

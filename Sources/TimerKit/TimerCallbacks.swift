@@ -28,15 +28,20 @@ import Musl
 /// }
 /// let connections = Connections()
 /// let timeouts = loop.callbacks(connections)
-/// let timer = try timeouts.schedule(after: .seconds(30), tolerance: .seconds(1))
-/// connections.idle.withLock { $0[timer] = connection }
-/// // On activity: cancel, and schedule again.
+/// // Scheduled under the table's lock, so that the handler finds the entry.
+/// let timer = try connections.idle.withLock { idle in
+///     let timer = try timeouts.schedule(after: .seconds(30), tolerance: .seconds(1))
+///     idle[timer] = connection
+///     return timer
+/// }
+/// // On activity: cancel (false if it fired), and schedule again.
 /// if timeouts.cancel(timer) { _ = connections.idle.withLock { $0.removeValue(forKey: timer) } }
 /// ```
 ///
-/// The loop keeps the `TimerCallbacks`, and so the handler, alive while any
-/// of its timers is scheduled. Timers are one-shot unless given an interval;
-/// a one-shot is done once it has fired.
+/// The loop keeps the handler alive while any of its timers is scheduled.
+/// The timers live as long as the loop: letting go of the loop (which this
+/// object holds) ends them unfired. Timers are one-shot unless given an
+/// interval; a one-shot is done once it has fired.
 ///
 /// Thread safety: every method may be called from any thread; the handler
 /// is called on the loop's thread.
@@ -52,7 +57,7 @@ public final class TimerCallbacks<Handler: TimerCallbackHandler>: Sendable {
 
     init(loop: TimerLoop, handler: Handler) {
         self.loop = loop
-        self.target = HandlerTarget(handler)
+        self.target = HandlerTarget(handler, loop: loop.serial)
     }
 
     /// Schedules a timer on the monotonic clock, in `mode`: it fires
@@ -94,19 +99,22 @@ public final class TimerCallbacks<Handler: TimerCallbackHandler>: Sendable {
             context.release()
             _ = try TimerError.check(result, "tk_loop_schedule")
         }
-        return CallbackTimer(id: id)
+        return CallbackTimer(id: id, loop: loop.serial)
     }
 
     /// Cancels `timer`: once this returns, no call for it starts (one
     /// running on the loop's thread finishes). Returns false if it was not
     /// scheduled: a one-shot that has fired, a timer cancelled already, or
-    /// one of another loop.
+    /// one of another loop (which is left as it is). A timer of another
+    /// `TimerCallbacks` of the same loop is cancelled too: the handle names
+    /// a timer of the loop.
     ///
     /// - Complexity: O(log n) in the loop's pending timers.
     @discardableResult
     public func cancel(_ timer: CallbackTimer) -> Bool {
         // 1: the loop handed back its reference, released here. 0: a call
         // for it runs, and the release handler gets the reference after.
+        guard timer.loop == loop.serial else { return false }
         var context: UnsafeMutableRawPointer?
         let result = tk_loop_cancel_take(loop.handle, timer.id, &context)
         if result == 1, let context {
@@ -120,7 +128,7 @@ public final class TimerCallbacks<Handler: TimerCallbackHandler>: Sendable {
 
     /// Whether `timer` is scheduled: it will fire (again).
     public func isScheduled(_ timer: CallbackTimer) -> Bool {
-        loop.timerInfo(timer.id) != nil
+        timer.loop == loop.serial && loop.timerInfo(timer.id) != nil
     }
 }
 
@@ -137,13 +145,16 @@ class CallbackTarget: @unchecked Sendable {
 final class HandlerTarget<Handler: TimerCallbackHandler>: CallbackTarget, @unchecked Sendable {
     // @unchecked: one `let` of a Sendable type.
     let handler: Handler
+    /// The loop's number, for the handles given to the handler.
+    let loop: UInt64
 
-    init(_ handler: Handler) {
+    init(_ handler: Handler, loop: UInt64) {
         self.handler = handler
+        self.loop = loop
     }
 
     override func fired(_ id: tk_timer_id, _ missed: UInt64) {
-        handler.timerFired(CallbackTimer(id: id), missed: missed)
+        handler.timerFired(CallbackTimer(id: id, loop: loop), missed: missed)
     }
 }
 

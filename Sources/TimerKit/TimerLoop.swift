@@ -78,6 +78,13 @@ public final class TimerLoop: @unchecked Sendable {
     /// Wakes the thread that runs the jobs once the loop's run failed.
     let jobSignal = JobSignal()
 
+    /// This loop's number, unique in the process (never reused, unlike an
+    /// address): what tells a ``CallbackTimer`` of this loop from another's.
+    let serial = TimerLoop.serials.add(1, ordering: .relaxed).newValue
+
+    /// The last loop's number.
+    private static let serials = Atomic<UInt64>(0)
+
     private init(handle: OpaquePointer, isManual: Bool) throws(TimerError) {
         self.handle = handle
         self.isManual = isManual

@@ -177,25 +177,42 @@ struct FlashSaleTests {
         let clock = try syncedClock(on: loop, serverNow: .seconds(1_767_297_000))
         let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock), modes: [.default])
         let heard = Locked<[String]>([])
-        center.onTimeBaseJump(threshold: .seconds(5)) { _ in heard.withLock { $0.append("old") } }
-        // Server time was 20 s behind; the jump is told on the loop.
-        var received = loop.now(.boot)
-        try clock.sync(with: TimeSample(
-            serverTime: .seconds(1_767_297_020) - .microseconds(100),
-            sentAt: received - .microseconds(200), receivedAt: received))
-        center.onTimeBaseJump(threshold: .seconds(5)) { jump in
-            heard.withLock { $0.append("new \(jump.change > .seconds(19) && jump.change < .seconds(21))") }
+        // Each re-sync has a shorter round trip than the ones before, so that
+        // it is the clock's best sample and moves server time by `by`.
+        var roundTrip = Duration.microseconds(400)
+        func resync(by move: Duration) throws {
+            roundTrip = roundTrip / 2
+            let before = clock.now.sinceEpoch
+            let received = loop.now(.boot)
+            try clock.sync(with: TimeSample(
+                serverTime: before + move - roundTrip / 2, sentAt: received - roundTrip, receivedAt: received))
+            #expect(abs(clock.now.sinceEpoch - before - move) < .milliseconds(5), "the re-sync did not move server time")
         }
+        func handler(_ name: String) -> @Sendable (TimeBaseJump) -> Void {
+            { jump in heard.withLock { $0.append("\(name) \(jump.change > .seconds(19) && jump.change < .seconds(21))") } }
+        }
+        // 20 s forward; the handler replaced before the loop tells it.
+        center.onTimeBaseJump(threshold: .seconds(5), handler("old"))
+        try resync(by: .seconds(20))
+        center.onTimeBaseJump(threshold: .seconds(5), handler("new"))
         try loop.advance(by: .zero)
         #expect(heard.value == ["new true"])
-        // Back 20 s, and the handler removed before the loop tells it.
-        received = loop.now(.boot)
-        try clock.sync(with: TimeSample(
-            serverTime: .seconds(1_767_297_000) - .microseconds(100),
-            sentAt: received - .microseconds(200), receivedAt: received))
+        // 20 s back, and the handler removed before the loop tells it.
+        try resync(by: .seconds(-20))
         center.onTimeBaseJump(nil)
         try loop.advance(by: .seconds(1))
         #expect(heard.value == ["new true"])
+        // With no handler at the re-sync, one set before the loop tells it
+        // hears the jump if it passes that handler's threshold.
+        try resync(by: .seconds(20))
+        center.onTimeBaseJump(threshold: .seconds(30), handler("over 30 s"))
+        try loop.advance(by: .zero)
+        #expect(heard.value == ["new true"], "a 20 s jump passed a 30 s threshold")
+        center.onTimeBaseJump(nil)
+        try resync(by: .seconds(20))
+        center.onTimeBaseJump(threshold: .seconds(5), handler("over 5 s"))
+        try loop.advance(by: .zero)
+        #expect(heard.value == ["new true", "over 5 s true"])
     }
 
     @Test("a wall-clock-change handler holding the last reference to a center on the clock is let go of outside the clock's lock")

@@ -1,5 +1,6 @@
 import Testing
-import TimerKit
+
+@testable import TimerKit
 
 // TimerCallbacks: timers with no object each, one handler for them all, on
 // manual loops (exact times), and the lifetime of the handler.
@@ -173,11 +174,20 @@ struct TimerCallbacksTests {
             try callbacks.schedule(after: .seconds(1), tolerance: .seconds(-1))
         }
         #expect(loop.statistics.pending == 0)
+        // A handle of another loop: refused, even one whose id names a
+        // timer here (as ids of two loops may, once a loop has reused its
+        // slots often enough), and the timers of both loops stay.
+        let own = try callbacks.schedule(after: .seconds(1))
         let other = try TimerLoop.manual()
         let foreign = try other.callbacks(Recorder(loop: other)).schedule(after: .seconds(1))
-        #expect(!callbacks.cancel(foreign))
-        #expect(!callbacks.isScheduled(foreign))
-        #expect(other.statistics.pending == 1, "a cancel on another loop changed nothing")
+        let sameID = CallbackTimer(id: own.id, loop: other.serial)
+        for handle in [foreign, sameID] {
+            #expect(!callbacks.isScheduled(handle))
+            #expect(!callbacks.cancel(handle))
+        }
+        #expect(callbacks.isScheduled(own))
+        #expect(loop.statistics.pending == 1, "a foreign handle cancelled a timer of this loop")
+        #expect(other.statistics.pending == 1, "a cancel on another loop changed it")
         try other.advance(by: .seconds(1))
         #expect(other.statistics.pending == 0)
     }
