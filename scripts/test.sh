@@ -48,7 +48,7 @@
 #   TK_SEED          seed for the C tests and the fuzzer (default: random,
 #                    printed first; set it to reproduce a run)
 #   TK_FUZZ_RUNS     executions per fuzz target (default 1000000)
-#   TK_FUZZ_SECONDS  the time cap per target (default 1500; 0 runs the corpus
+#   TK_FUZZ_SECONDS  the time cap per target (default 2400; 0 runs the corpus
 #                    only)
 #   TK_TEST_TIMEOUT  seconds any one test program may run (default 900)
 #
@@ -193,7 +193,7 @@ summary_line() {
 # --- deps ---------------------------------------------------------------------
 
 TK_FUZZ_RUNS=${TK_FUZZ_RUNS:-1000000}
-TK_FUZZ_SECONDS=${TK_FUZZ_SECONDS:-1500}
+TK_FUZZ_SECONDS=${TK_FUZZ_SECONDS:-2400}
 TK_TEST_TIMEOUT=${TK_TEST_TIMEOUT:-900}
 [[ "$TK_FUZZ_RUNS" =~ ^[1-9][0-9]*$ ]] || fail "TK_FUZZ_RUNS must be a positive number of runs"
 [[ "$TK_FUZZ_SECONDS" =~ ^[0-9]+$ ]] || fail "TK_FUZZ_SECONDS must be a whole number of seconds"
