@@ -77,11 +77,7 @@ struct CountdownCenterTests {
         let b = center.add(remaining: .seconds(40))
         // Each call runs on another thread with a limit: a center that let go
         // of the handler under its lock would wait for itself forever.
-        func returns(_ call: @escaping @Sendable () -> Void) -> Bool {
-            let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async { call(); done.signal() }
-            return done.wait(timeout: .now() + 30) == .success
-        }
+        let returns = returnsOnAnotherThread
         func holding(_ inner: CountdownObservation) -> @Sendable (CountdownEvent) -> Void {
             { _ in _ = inner }
         }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 
 /// A value behind a pthread mutex (ThreadSanitizer sees its
@@ -31,4 +32,16 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
 /// `|duration|`.
 func abs(_ duration: Duration) -> Duration {
     duration < .zero ? .zero - duration : duration
+}
+
+/// Whether `call`, run on another thread, returns within 30 s: the check
+/// for a call that would wait for itself forever (a lock taken again by a
+/// deinit that the call set off).
+func returnsOnAnotherThread(_ call: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        call()
+        done.signal()
+    }
+    return done.wait(timeout: .now() + 30) == .success
 }
