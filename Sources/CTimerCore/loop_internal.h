@@ -18,6 +18,7 @@
 #include "watch_table.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The step between successive loops' handle keys: 2^32 / the golden ratio,
@@ -54,7 +55,14 @@ typedef struct __attribute__((__may_alias__)) tk__timer {
     void *context;
     int64_t interval;
     int64_t leeway; /* TK__PRECISE for a precise timer (whose leeway is 0) */
-    uint32_t generation; /* the slot's, in a loop with no slots array (see tk_loop) */
+    union {
+        /* A table record's: its slot's generation, in a loop with no slots
+         * array (see tk_loop). */
+        uint32_t generation;
+        /* A record in the caller's memory: the slot the loop that holds it
+         * gave it (see tk__caller_record). */
+        uint32_t slot;
+    };
     tk_mode_set modes;
     uint32_t placed_pass; /* the pass during which it got its deadline */
     uint8_t clock;
@@ -67,9 +75,25 @@ _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
  * objects, read and written here as a tk__timer: hence may_alias above. A
  * zeroed one is free. */
 _Static_assert(TK__TIMER_FREE == 0, "a zeroed record is free");
-_Static_assert(sizeof(tk__timer) <= sizeof(tk_timer_record) &&
-                   _Alignof(tk__timer) <= _Alignof(tk_timer_record),
-               "a tk_timer_record holds a timer record");
+
+/*
+ * A record in the caller's memory: the timer's record, and the loop that
+ * holds it, which with the record's slot names the timer without the table.
+ * That is how tk_loop_cancel_record finds the timer from the record alone,
+ * reading neither the slot's generation nor where its record is. `loop` is
+ * written when a loop schedules the record and read only while the record
+ * is in use (its state is not FREE); a zeroed record has none.
+ */
+typedef struct __attribute__((__may_alias__)) tk__caller_record {
+    tk__timer timer;
+    const struct tk_loop *loop;
+} tk__caller_record;
+
+_Static_assert(sizeof(tk__caller_record) <= sizeof(tk_timer_record) &&
+                   _Alignof(tk__caller_record) <= _Alignof(tk_timer_record),
+               "a tk_timer_record holds a timer record and its loop");
+_Static_assert(offsetof(tk__caller_record, timer) == 0,
+               "a caller's record is read as a timer record");
 
 /*
  * What a slot holds besides its record and position, once the loop has

@@ -96,18 +96,36 @@ static inline uint32_t *generation_at(const tk_loop *loop, uint32_t slot) {
 /* The live timer `id` names, or NULL. A one-shot whose callback is running
  * is live only to its own callback, that is, to the thread running the loop;
  * to any other thread it has fired. */
+static int is_live(const tk_loop *loop, const tk__timer *timer) {
+    if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED) return 0;
+    return timer->state != TK__TIMER_FIRING ||
+           (loop->depth > 0 && pthread_equal(loop->owner, pthread_self()));
+}
+
 static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out) {
     if (id == TK_TIMER_NONE) return NULL;
     uint32_t slot = slot_of(loop, id);
     if (slot >= loop->timer_capacity) return NULL;
     if (*generation_at(loop, slot) != generation_of(loop, id)) return NULL;
     tk__timer *timer = timer_at(loop, slot);
-    if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED) return NULL;
-    if (timer->state == TK__TIMER_FIRING &&
-        !(loop->depth > 0 && pthread_equal(loop->owner, pthread_self()))) {
-        return NULL;
-    }
+    if (!is_live(loop, timer)) return NULL;
     *slot_out = slot;
+    return timer;
+}
+
+/* The live timer whose record in the caller's memory is `record`, or NULL:
+ * as lookup, read from the record alone. A record in use names the loop
+ * that holds it and its slot there; a free one (zeroed, or one its loop is
+ * done with) names no timer, whatever loop it last named. The loop is read
+ * first: it stays put while a loop holds the record, whereas the state is
+ * that loop's to write, under its own lock, and is read only under this
+ * loop's, once the record is known to be this loop's. */
+static tk__timer *lookup_record(const tk_loop *loop, tk__caller_record *record,
+                                uint32_t *slot_out) {
+    tk__timer *timer = &record->timer;
+    if (record->loop != loop || timer->state == TK__TIMER_FREE) return NULL;
+    if (!is_live(loop, timer)) return NULL;
+    *slot_out = timer->slot;
     return timer;
 }
 
@@ -189,10 +207,10 @@ static int make_slots(tk_loop *loop) {
     return 0;
 }
 
-/* Frees `slot`, bumping its generation: once for each use of the slot. A
- * cancelled timer's generation was bumped when it was cancelled. */
-static void release_slot(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = timer_at(loop, slot);
+/* Frees `slot`, whose record is `timer`, bumping its generation: once for
+ * each use of the slot. A cancelled timer's generation was bumped when it
+ * was cancelled. */
+static void release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
     if (timer->state != TK__TIMER_CANCELLED) bump_generation(generation_at(loop, slot));
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
@@ -208,15 +226,14 @@ static void release_slot(tk_loop *loop, uint32_t slot) {
  * the release handler once the lock is dropped. Otherwise the handle goes
  * stale at once and the last callback to return frees the slot (see
  * finish_callback); returns 0. */
-static int let_go(tk_loop *loop, uint32_t slot, void **context) {
-    tk__timer *timer = timer_at(loop, slot);
+static int let_go(tk_loop *loop, uint32_t slot, tk__timer *timer, void **context) {
     if (timer->callbacks > 0) {
         bump_generation(generation_at(loop, slot));
         timer->state = TK__TIMER_CANCELLED;
         return 0;
     }
     *context = timer->context;
-    release_slot(loop, slot);
+    release_slot(loop, slot, timer);
     return 1;
 }
 
@@ -268,8 +285,7 @@ static int in_parked(const tk__timer *timer) {
 
 /* Takes a scheduled, parked, deferred or held timer out of its heap or the
  * parked list. */
-static void unplace(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = timer_at(loop, slot);
+static void unplace(tk_loop *loop, uint32_t slot, const tk__timer *timer) {
     uint32_t index = loop->positions[slot];
     if (timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD) {
         tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
@@ -378,10 +394,9 @@ static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spe
 }
 
 /* Takes a live timer out of the pending ones (a firing one-shot is out already). */
-static void withdraw(tk_loop *loop, uint32_t slot) {
-    tk__timer *timer = timer_at(loop, slot);
+static void withdraw(tk_loop *loop, uint32_t slot, const tk__timer *timer) {
     if (timer->state == TK__TIMER_FIRING) return;
-    unplace(loop, slot);
+    unplace(loop, slot, timer);
     count_out(loop, timer);
 }
 
@@ -466,6 +481,10 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
         uint32_t slot = take_slot(loop);
         /* NULL: the table's record, which holds whatever it last held. */
         if (loop->slots != NULL) loop->slots[slot].record = record;
+        if (record != NULL) {
+            ((tk__caller_record *)(void *)record)->loop = loop;
+            record->slot = slot;
+        }
         tk__timer *timer = timer_at(loop, slot);
         timer->callbacks = 0;
         timer->fn = fn;
@@ -489,28 +508,30 @@ int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
     return schedule_new(loop, (tk__timer *)(void *)record, spec, fn, context, id);
 }
 
+/* Cancels the live timer in `slot`, whose record is `timer`; with `taken`,
+ * hands its context back there when the loop lets go of it at once.
+ * tk_loop_cancel's result, or 1 for a context handed back. Lock held. */
+static int cancel_live(tk_loop *loop, uint32_t slot, tk__timer *timer, void **taken) {
+    withdraw(loop, slot, timer);
+    tk_timer_fn fn = timer->fn;
+    void *context;
+    if (!let_go(loop, slot, timer, &context)) return 0;
+    /* A frame ticker's timer is the ticker's to take back. */
+    if (taken != NULL && fn != tk__frame_ticker_fire) {
+        *taken = context;
+        return 1;
+    }
+    release_context(loop, fn, context);
+    return 0;
+}
+
 /* tk_loop_cancel, and with `taken`, tk_loop_cancel_take. */
 static int cancel(tk_loop *loop, tk_timer_id id, void **taken) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     uint32_t slot;
     tk__timer *timer = lookup(loop, id, &slot);
-    int result = -ENOENT;
-    if (timer != NULL) {
-        withdraw(loop, slot);
-        tk_timer_fn fn = timer->fn;
-        void *context;
-        result = 0;
-        if (let_go(loop, slot, &context)) {
-            /* A frame ticker's timer is the ticker's to take back. */
-            if (taken != NULL && fn != tk__frame_ticker_fire) {
-                *taken = context;
-                result = 1;
-            } else {
-                release_context(loop, fn, context);
-            }
-        }
-    }
+    int result = timer != NULL ? cancel_live(loop, slot, timer, taken) : -ENOENT;
     pthread_mutex_unlock(&loop->lock);
     return result;
 }
@@ -522,6 +543,18 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id id) {
 int tk_loop_cancel_take(tk_loop *loop, tk_timer_id id, void **context) {
     if (context == NULL) return -EINVAL;
     return cancel(loop, id, context);
+}
+
+int tk_loop_cancel_record(tk_loop *loop, tk_timer_record *record, void **context) {
+    if (loop == NULL || context == NULL) return -EINVAL;
+    if (record == NULL || (uintptr_t)record % _Alignof(tk_timer_record) != 0) return -EINVAL;
+    tk__caller_record *held = (tk__caller_record *)(void *)record;
+    pthread_mutex_lock(&loop->lock);
+    uint32_t slot;
+    tk__timer *timer = lookup_record(loop, held, &slot);
+    int result = timer != NULL ? cancel_live(loop, slot, timer, context) : -ENOENT;
+    pthread_mutex_unlock(&loop->lock);
+    return result;
 }
 
 int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn) {
@@ -558,7 +591,7 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec)
     }
     if (result == 0 && timer != NULL) result = make_room(loop, spec->clock);
     if (result == 0) {
-        withdraw(loop, slot);
+        withdraw(loop, slot, timer);
         schedule_slot(loop, slot, spec);
     }
     pthread_mutex_unlock(&loop->lock);
@@ -609,7 +642,7 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
          * its heap (which has room: it was counted in), to fire at the next
          * pass, not the current one. */
         tk__heap_entry entry = loop->parked.entries[loop->positions[slot]];
-        unplace(loop, slot);
+        unplace(loop, slot, timer);
         entry.seq = loop->next_seq++;
         tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
         timer->state = TK__TIMER_SCHEDULED;
@@ -623,7 +656,7 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
     tk_timer_fn fn = timer->fn;
     void *context = timer->context;
-    release_slot(loop, slot);
+    release_slot(loop, slot, timer);
     release_context(loop, fn, context);
 }
 
@@ -641,9 +674,9 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id id) {
     timer->callbacks++;
     if (timer->interval == 0) {
         /* Done before its callback runs: the callback sees it gone. */
-        withdraw(loop, slot);
+        withdraw(loop, slot, timer);
         void *unused;
-        (void)let_go(loop, slot, &unused); /* a callback is running: only goes stale */
+        (void)let_go(loop, slot, timer, &unused); /* a callback is running: only goes stale */
     }
     loop->stats.fired++;
     loop->fire_calls++;

@@ -18,28 +18,35 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// The C core's record of this timer while a loop holds it
     /// (`tk_loop_schedule_record`): the loop keeps the timer's state here,
     /// in the object that invalidating reads anyway, rather than in its own
-    /// table, which at a million pending timers saves a cache miss a cancel.
+    /// table, and the record names its loop and slot, so that invalidating
+    /// finds the timer from the record (`tk_loop_cancel_record`) without
+    /// reading the timer's slot in the table: at a million pending timers,
+    /// a cache miss less.
     /// Only the C core reads or writes it, through ``recordPointer``, under
     /// the loop's lock. It is the first stored property, so it starts where
     /// the object's stored properties do, which is where ``recordPointer``
     /// finds it (`TimerRecordTests` checks that).
     final var record = tk_timer_record()
 
+    /// Only touched under `lock`, which is what keeps accesses apart: the
+    /// runtime's exclusivity bookkeeping would only add cost.
+    @exclusivity(unchecked) private var guarded: State
+
     /// The C core's clock the timer is measured on.
     public let clockID: ClockID
-
-    /// Whether the timer repeats.
-    public let repeats: Bool
 
     /// Whether the timer's fire dates are a ``ManualClock``'s instants, which
     /// only a manual loop's time can reach.
     let needsManualLoop: Bool
 
     /// Guards `guarded`, inside this object: a timer is one allocation.
+    ///
+    /// This and the two fields before it sit in the bytes that end the state
+    /// short of a whole word, so that the object stays 136 bytes, a 144-byte
+    /// malloc chunk; for the same reason the state keeps its flags in one
+    /// byte, and whether a timer repeats is not stored (it does if it has an
+    /// interval).
     private let lock = InlineLock()
-    /// Only touched under `lock`, which is what keeps accesses apart: the
-    /// runtime's exclusivity bookkeeping would only add cost.
-    @exclusivity(unchecked) private var guarded: State
 
     /// What the timer knows besides the C core: the loop and handle while
     /// scheduled, validity, and the settings to schedule it with (the C table
@@ -51,13 +58,45 @@ public class AnyLoopTimer: @unchecked Sendable {
         var id: tk_timer_id = 0
         /// Before scheduling: the delay from being added, or the absolute fire date.
         var firstFire: Int64
+        /// The period of a repeating timer, at least 1 ns; 0 for a one-shot.
         var interval: Int64
         var tolerance: Int64
         var modes: tk_mode_set = 0
-        var isValid = true
-        var firstFireIsAbsolute: Bool
+        /// ``isValid``, ``firstFireIsAbsolute`` and ``isPrecise``, a bit each.
+        private var flags: UInt8
+
+        private static let valid: UInt8 = 1
+        private static let absolute: UInt8 = 2
+        private static let precise: UInt8 = 4
+
+        init(firstFire: Int64, interval: Int64, tolerance: Int64, firstFireIsAbsolute: Bool) {
+            self.firstFire = firstFire
+            self.interval = interval
+            self.tolerance = tolerance
+            self.flags = Self.valid | (firstFireIsAbsolute ? Self.absolute : 0)
+        }
+
+        /// Whether the timer can still fire.
+        var isValid: Bool {
+            get { flags & Self.valid != 0 }
+            set { set(Self.valid, newValue) }
+        }
+
+        /// Whether `firstFire` is an absolute fire date rather than a delay.
+        var firstFireIsAbsolute: Bool {
+            get { flags & Self.absolute != 0 }
+            set { set(Self.absolute, newValue) }
+        }
+
         /// Fires on the dot, with no tolerance (`TK_TIMER_PRECISE`).
-        var isPrecise = false
+        var isPrecise: Bool {
+            get { flags & Self.precise != 0 }
+            set { set(Self.precise, newValue) }
+        }
+
+        private mutating func set(_ flag: UInt8, _ on: Bool) {
+            flags = on ? flags | flag : flags & ~flag
+        }
     }
 
     init(
@@ -66,7 +105,6 @@ public class AnyLoopTimer: @unchecked Sendable {
     ) throws(TimerError) {
         self.clockID = clock
         self.needsManualLoop = needsManualLoop
-        self.repeats = interval != nil
         // Written out rather than with Optional.map: this is on the path of
         // every schedule.
         var intervalNanoseconds: Int64 = 0
@@ -74,6 +112,11 @@ public class AnyLoopTimer: @unchecked Sendable {
         self.guarded = State(
             firstFire: firstFire, interval: intervalNanoseconds,
             tolerance: try Self.toleranceNanoseconds(tolerance), firstFireIsAbsolute: absolute)
+    }
+
+    /// Whether the timer repeats: whether it was made with an interval.
+    public var repeats: Bool {
+        withState { $0.interval > 0 }
     }
 
     /// Runs `body` with the state, holding the timer's lock. `body` must not
@@ -241,32 +284,35 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// the loop's thread is running the action at that moment, that call
     /// finishes.)
     ///
-    /// The corresponding C function is `tk_loop_cancel_take` (which is
-    /// `tk_loop_cancel` handing the loop's reference back).
+    /// The corresponding C function is `tk_loop_cancel_record` (which is
+    /// `tk_loop_cancel` handing the loop's reference back, with the timer
+    /// named by its record rather than by its handle).
     ///
     /// - Complexity: O(log n) in the loop's pending timers.
     public func invalidate() {
         // The C loop holds a reference to this timer and lets go of it once
         // no callback can be given it any more. An action already past the
         // validity check in `fired` may finish.
-        let (loop, id) = withState { state in
-            let taken = (state.loop, state.id)
+        let loop = withState { state in
+            let taken = state.loop
             state.isValid = false
             state.loop = nil
             return taken
         }
         guard let loop else { return }
+        // The record names the timer: it is this timer's until the loop is
+        // done with it, and nothing schedules it again once it is invalid.
         // 1: the loop let go of the timer and handed back its reference
         // (the context passed at schedule), which is released here rather
         // than by the loop's release handler. 0: a callback of it runs, and
         // the release handler gets the reference when it returns. -ENOENT: a
         // one-shot that fired meanwhile; nothing is left to cancel.
         var context: UnsafeMutableRawPointer?
-        let result = tk_loop_cancel_take(loop.handle, id, &context)
+        let result = tk_loop_cancel_record(loop.handle, recordPointer, &context)
         if result == 1, let context {
             Unmanaged<AnyLoopTimer>.fromOpaque(context).release()
         } else if result != -ENOENT {
-            SystemError.expectSuccess(result, "tk_loop_cancel_take")
+            SystemError.expectSuccess(result, "tk_loop_cancel_record")
         }
     }
 
@@ -348,9 +394,10 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Runs the action for one fire of the C timer `id`, unless the timer was
     /// invalidated since the C core picked it (from another thread).
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
-        guard withState({ $0.isValid }) else { return }
+        let (valid, repeating) = withState { ($0.isValid, $0.interval > 0) }
+        guard valid else { return }
         runAction(missed)
-        guard !repeats else { return }
+        guard !repeating else { return }
         // A one-shot timer is done unless its action scheduled it again; the
         // loop releases it when this call returns.
         withState { state in

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the input bytes are read as a sequence of operations on
  * a manual loop (schedule, with the timer's record in the table or in memory
- * of the caller's, cancel, with the context handed back or not, reschedule,
+ * of the caller's, cancel, by handle or by record, with the context handed
+ * back or not, reschedule,
  * info, fire, set_manual_time, advance, run with a deadline, stop, the
  * clock-change handler, reserve, stats, re-creating the loop),
  * including actions taken from inside callbacks, bad arguments and stale or
@@ -134,6 +135,9 @@ typedef struct world {
      * loop has no release handler). */
     tk_timer_record **records;
     size_t nrecords, caprecords;
+    /* The loop: by timer, its record, or NULL for one in the table. */
+    tk_timer_record **record_of;
+    size_t caprecord_of;
 } world;
 
 static world W_REF = {.name = "reference", .is_ref = 1};
@@ -154,6 +158,8 @@ static uint32_t add_record(world *w, uint64_t handle) {
     grow((void **)&w->handles, &cap, (size_t)w->nrec + 1, sizeof *w->handles);
     w->caprec = (uint32_t)cap;
     w->handles[w->nrec] = handle;
+    grow((void **)&w->record_of, &w->caprecord_of, (size_t)w->nrec + 1, sizeof *w->record_of);
+    w->record_of[w->nrec] = NULL;
     return w->nrec++;
 }
 
@@ -235,7 +241,8 @@ typedef struct action {
     uint64_t salt;
     tk_timer_spec spec;
     int nulls; /* schedule: 1 spec, 2 fn, 4 id; reschedule/info: 1 */
-    int variant; /* schedule: with a record of its own; cancel: tk_loop_cancel_take */
+    int variant; /* schedule: 1 with a record of its own; cancel: 1 tk_loop_cancel_take,
+                  * 2 tk_loop_cancel_record (for a timer that has a record) */
     tk_clock clock;
     unsigned mode;
     int64_t value;  /* run: the deadline, absolute */
@@ -311,14 +318,28 @@ static void run_action(world *w, const action *a, result *out) {
                 grow((void **)&w->issued, &w->capissued, w->nissued + 1, sizeof *w->issued);
                 w->issued[w->nissued++] = id;
                 out->new_rec = add_record(w, id);
+                if (a->variant) w->record_of[out->new_rec] = w->records[w->nrecords - 1];
             }
         }
         break;
     }
     case A_CANCEL: {
         uint64_t id = resolve(w, a);
+        tk_timer_record *record =
+            a->tkind == T_REC && a->rec < w->nrec && !w->is_ref ? w->record_of[a->rec] : NULL;
         if (w->is_ref) {
             out->rc = ref_cancel(&w->ref, id);
+        } else if (a->variant == 2 && record != NULL) {
+            /* As below: the record names the timer its handle names. */
+            void *context = NULL;
+            out->rc = tk_loop_cancel_record(w->loop, record, &context);
+            if (out->rc == 1) {
+                if (context != (void *)(uintptr_t)(a->rec + 1))
+                    fail("tk_loop_cancel_record handed back context %p for T%u", context, a->rec);
+                out->rc = 0;
+            } else if (context != NULL) {
+                fail("tk_loop_cancel_record returned %" PRId64 " and set the context", out->rc);
+            }
         } else if (a->variant) {
             /* 1 (the context handed back: the loop has no release handler,
              * so nothing else changes) and 0 (a callback of it runs) are
@@ -544,7 +565,7 @@ static int read_action(action *a, int in_callback, uint32_t self) {
         break;
     case A_CANCEL:
         read_target(a, self);
-        a->variant = (k >> 4) & 1;
+        a->variant = (k >> 4) % 3;
         break;
     case A_FIRE:
         read_target(a, self);

@@ -417,6 +417,12 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_schedule_record(loop, (tk_timer_record *)(void *)(raw + 4), &good, count_fn,
                                      NULL, &out),
              -EINVAL);
+    CHECK_EQ(tk_loop_cancel_record(NULL, &record, &taken), -EINVAL);
+    CHECK_EQ(tk_loop_cancel_record(loop, NULL, &taken), -EINVAL);
+    CHECK_EQ(tk_loop_cancel_record(loop, &record, NULL), -EINVAL);
+    CHECK_EQ(tk_loop_cancel_record(loop, (tk_timer_record *)(void *)(raw + 4), &taken), -EINVAL);
+    CHECK_EQ(tk_loop_cancel_record(loop, &record, &taken), -ENOENT);
+    CHECK(taken == &x);
     CHECK_EQ(tk_loop_reschedule(NULL, id, &good), -EINVAL);
     CHECK_EQ(tk_loop_reschedule(loop, id, NULL), -EINVAL);
     CHECK_EQ(tk_loop_timer_info(NULL, id, &info), -EINVAL);

@@ -35,9 +35,11 @@ typedef struct tracked {
     tk_timer_id self;
     int take_result;                /* TAKE_SELF: what tk_loop_cancel_take returned */
     void *taken;                    /* ... and the context it handed back */
+    tk_timer_record *record;        /* its record, if it has one in memory of the test's */
 } tracked;
 
-enum { DO_NOTHING, CANCEL_SELF, RESCHEDULE_SELF, SLOW, TAKE_SELF };
+/* TAKE_RECORD_SELF: as TAKE_SELF, with tk_loop_cancel_record. */
+enum { DO_NOTHING, CANCEL_SELF, RESCHEDULE_SELF, SLOW, TAKE_SELF, TAKE_RECORD_SELF };
 
 static void on_release(tk_loop *loop, void *context) {
     (void)loop;
@@ -70,6 +72,9 @@ static void on_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *contex
     }
     case TAKE_SELF:
         t->take_result = tk_loop_cancel_take(loop, id, &t->taken);
+        break;
+    case TAKE_RECORD_SELF:
+        t->take_result = tk_loop_cancel_record(loop, t->record, &t->taken);
         break;
     case SLOW:
         /* Held until the test has cancelled it (10 s at most). */
@@ -175,6 +180,7 @@ static void on_release_record(tk_loop *loop, void *context) {
 static void schedule_recorded(tk_loop *loop, tk_timer_spec spec, recorded *r) {
     UNPOISON(&r->record, sizeof r->record);
     memset(&r->record, 0, sizeof r->record);
+    r->t.record = &r->record;
     if (tk_loop_schedule_record(loop, &r->record, &spec, on_fire, r, &r->t.self) != 0) abort();
 }
 
@@ -242,6 +248,95 @@ static void test_records_each_way_to_end(void) {
     }
     recorded *used[] = {&cancelled, &fired, &self_cancelled, &revived, &pending, &by_hand,
                         &repeating, &taken};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+        UNPOISON(&used[i]->record, sizeof used[i]->record);
+    }
+}
+
+/* tk_loop_cancel_record is tk_loop_cancel_take with the timer named by its
+ * record: the context back when the loop lets go at once, and the record
+ * free again; 0 from the timer's own callback, with the context going to
+ * the release handler when the callback returns; -ENOENT, the context left
+ * alone and nothing changed, for a record that holds no live timer of the
+ * loop: one never scheduled, one the loop is done with, one another loop
+ * holds, and a one-shot fired by hand. */
+static void test_cancel_record(void) {
+    tk_loop *loop = NULL, *other = NULL;
+    if (tk_loop_create_manual(&loop, 0) != 0 || tk_loop_create_manual(&other, 0) != 0) abort();
+    if (tk_loop_set_release_handler(loop, on_release_record) != 0) abort();
+    if (tk_loop_set_release_handler(other, on_release_record) != 0) abort();
+    recorded pending = {0}, repeating = {.t.action = TAKE_RECORD_SELF},
+             one = {.t.action = TAKE_RECORD_SELF}, by_hand = {.t.action = TAKE_RECORD_SELF},
+             elsewhere = {0}, never = {0}, kept = {0};
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 50, .interval_ns = 50,
+                           .modes = TK_MODES(0)};
+    schedule_recorded(loop, one_shot(100), &pending);
+    schedule_recorded(loop, every, &repeating);
+    schedule_recorded(loop, one_shot(100), &one);
+    schedule_recorded(loop, one_shot(100), &by_hand);
+    schedule_recorded(loop, one_shot(1000), &kept);
+    schedule_recorded(other, one_shot(100), &elsewhere);
+
+    void *context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &pending.record, &context) == 1);
+    CHECK(context == &pending);
+    CHECK(atomic_load(&pending.t.releases) == 0);
+    CHECK(tk_loop_cancel(loop, pending.t.self) == -ENOENT);
+    context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &pending.record, &context) == -ENOENT);
+    CHECK(context == NULL);
+    /* Free again: it can be scheduled at once, and cancelled by record again. */
+    tk_timer_id stale = pending.t.self;
+    schedule_recorded(loop, one_shot(100), &pending);
+    CHECK(pending.t.self != stale);
+    CHECK(tk_loop_cancel_record(loop, &pending.record, &context) == 1 && context == &pending);
+
+    /* Records that hold no timer of this loop: nothing changes. */
+    memset(&never.record, 0, sizeof never.record);
+    CHECK(tk_loop_cancel_record(loop, &never.record, &context) == -ENOENT);
+    context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &elsewhere.record, &context) == -ENOENT);
+    CHECK(context == NULL);
+    tk_loop_stats stats;
+    CHECK(tk_loop_get_stats(other, &stats) == 0 && stats.pending == 1);
+    CHECK(tk_loop_get_stats(loop, &stats) == 0 && stats.pending == 4);
+
+    /* Fired by hand, a one-shot is done before its callback runs. */
+    CHECK(tk_loop_fire(loop, by_hand.t.self) == 0);
+    CHECK(by_hand.t.take_result == -ENOENT && by_hand.t.taken == NULL);
+    CHECK(atomic_load(&by_hand.t.releases) == 1);
+
+    /* From their own callbacks, in the loop's pass. */
+    CHECK(tk_loop_advance(loop, 0, 100) == 2);
+    CHECK(repeating.t.take_result == 0 && repeating.t.taken == NULL);
+    CHECK(atomic_load(&repeating.t.callbacks) == 1 && atomic_load(&repeating.t.releases) == 1);
+    CHECK(one.t.take_result == 0 && one.t.taken == NULL);
+    CHECK(atomic_load(&one.t.callbacks) == 1 && atomic_load(&one.t.releases) == 1);
+    CHECK(tk_loop_get_stats(loop, &stats) == 0 && stats.pending == 1);
+
+    /* The other loop's timer fires, untouched. */
+    CHECK(tk_loop_advance(other, 0, 100) == 1);
+    CHECK(atomic_load(&elsewhere.t.callbacks) == 1 && atomic_load(&elsewhere.t.releases) == 1);
+
+    /* A loop's destruction frees the records it held: a loop made after it
+     * finds no timer in them. */
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&kept.t.releases) == 1 && atomic_load(&kept.t.callbacks) == 0);
+    UNPOISON(&kept.record, sizeof kept.record);
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &kept.record, &context) == -ENOENT && context == NULL);
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(tk_loop_destroy(other) == 0);
+
+    recorded *all[] = {&repeating, &one, &by_hand, &elsewhere, &kept};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        CHECK(atomic_load(&all[i]->t.releases) == 1);
+        CHECK(atomic_load(&all[i]->t.callback_after_release) == 0);
+        CHECK(atomic_load(&all[i]->t.release_while_running) == 0);
+    }
+    CHECK(atomic_load(&pending.t.releases) == 0);
+    recorded *used[] = {&repeating, &one, &by_hand, &elsewhere};
     for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
         UNPOISON(&used[i]->record, sizeof used[i]->record);
     }
@@ -511,6 +606,7 @@ static const test_case tests[] = {
     {"each_way_to_end", test_each_way_to_end, 60},
     {"records_each_way_to_end", test_records_each_way_to_end, 60},
     {"cancel_take", test_cancel_take, 60},
+    {"cancel_record", test_cancel_record, 60},
     {"cancel_during_callback", test_cancel_during_callback, 60},
     {"destroy_from_release_handler", test_destroy_from_release_handler, 60},
     {"nested_run_parks_safely", test_nested_run_parks_safely, 60},

@@ -6,7 +6,7 @@ import Testing
 
 // LoopTimers keep the C core's record of their timer inside themselves
 // (tk_loop_schedule_record), and invalidating one takes the loop's reference
-// back (tk_loop_cancel_take) unless its action runs. These tests race every
+// back (tk_loop_cancel_record) unless its action runs. These tests race every
 // way a timer ends against the others on running loops, and check that every
 // timer is freed exactly once and nothing stays pending: the memory the loop
 // writes is the timer object's own, so a reference released once too often

@@ -5,7 +5,7 @@ import Testing
 
 // A LoopTimer keeps the C core's record of its timer inside itself
 // (tk_loop_schedule_record), and invalidating it takes the loop's reference
-// back (tk_loop_cancel_take). These check where the record is, and that the
+// back (tk_loop_cancel_record). These check where the record is, and that the
 // loop lets go of a timer, by either way, exactly when it should.
 
 @Suite("LoopTimer's record")

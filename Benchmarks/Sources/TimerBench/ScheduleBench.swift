@@ -322,9 +322,10 @@ final class CoreBoxedScheduleSide: ScheduleSide {
 /// and freed when the side lets go of it. This is what any Swift API that
 /// keeps a handle in one class instance per timer pays at the least. A
 /// `LoopTimer` keeps the core's record of its timer in itself instead
-/// (`tk_loop_schedule_record`), so a cancel reads the object and not also
-/// the table's record: with many timers pending, one cache miss fewer than
-/// this side takes (see `TimerCost`).
+/// (`tk_loop_schedule_record`) and cancels by that record
+/// (`tk_loop_cancel_record`), so a cancel reads the object and not the
+/// table's record for the timer: with many timers pending, a cache miss
+/// this side takes and a `LoopTimer` does not (see `TimerCost`).
 final class CoreObjectScheduleSide: ScheduleSide {
     static let sideName = "C core + Swift object per timer"
     let name = CoreObjectScheduleSide.sideName
