@@ -3,6 +3,12 @@ import Testing
 
 @testable import TimerKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 // A LoopTimer keeps the C core's record of its timer inside itself
 // (tk_loop_schedule_record), and invalidating it takes the loop's reference
 // back (tk_loop_cancel_record). These check where the record is, and that the
@@ -25,6 +31,27 @@ struct TimerRecordTests {
         #expect(timer.interval == .seconds(1))
         #expect(timer.fireDate?.offset == .seconds(1))
         timer.invalidate()
+    }
+
+    @Test("a LoopTimer is one object of at most 136 bytes, whatever its clock")
+    func objectSize() throws {
+        // What the allocator gave the object: 136 for a 144-byte glibc chunk
+        // (the size the layout in AnyLoopTimer is arranged for), the size
+        // asked for under a sanitizer's allocator. One byte more in the
+        // object takes glibc to its next chunk, 160 bytes, which reads 152.
+        typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+        let symbol = try #require(dlsym(nil, "malloc_usable_size"))
+        let usableSize = unsafeBitCast(symbol, to: UsableSize.self)
+        let timers: [AnyLoopTimer] = [
+            try LoopTimer(after: .seconds(1)) { _, _ in },
+            try LoopTimer(after: .seconds(1), clock: BootClock()) { _, _ in },
+            try LoopTimer(fireAt: WallClock.now + .seconds(1), repeating: .seconds(1)) { _, _ in },
+            try LoopTimer(after: .seconds(1), clock: try ManualClock()) { _, _ in },
+        ]
+        for timer in timers {
+            let bytes = usableSize(Unmanaged.passUnretained(timer).toOpaque())
+            #expect(bytes > 0 && bytes <= 136, "\(type(of: timer)): \(bytes) bytes")
+        }
     }
 
     @Test("an invalidated timer is let go of at once, on a manual and on a real loop")
