@@ -93,15 +93,16 @@ static inline uint32_t *generation_at(const tk_loop *loop, uint32_t slot) {
     return loop->slots != NULL ? &loop->slots[slot].generation : &loop->timers[slot].generation;
 }
 
-/* The live timer `id` names, or NULL. A one-shot whose callback is running
- * is live only to its own callback, that is, to the thread running the loop;
- * to any other thread it has fired. */
+/* Whether a timer is live: neither free nor cancelled. A one-shot whose
+ * callback is running is live only to its own callback, that is, to the
+ * thread running the loop; to any other thread it has fired. */
 static int is_live(const tk_loop *loop, const tk__timer *timer) {
     if (timer->state == TK__TIMER_FREE || timer->state == TK__TIMER_CANCELLED) return 0;
     return timer->state != TK__TIMER_FIRING ||
            (loop->depth > 0 && pthread_equal(loop->owner, pthread_self()));
 }
 
+/* The live timer `id` names, or NULL. */
 static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out) {
     if (id == TK_TIMER_NONE) return NULL;
     uint32_t slot = slot_of(loop, id);
