@@ -241,9 +241,10 @@ struct LoopTimerLifetimeTests {
                     if i % 2 == 0 { timer.invalidate() }
                 }
             }
-            // Some one-shots may still be pending: let them fire, then stop
-            // and drop the loop while callbacks may run.
-            _ = waitUntil(.seconds(5)) { loop.statistics.pending == 0 }
+            // Some one-shots may still be pending: let them fire (a pending
+            // timer keeps its loop, and its token, alive), then stop and drop
+            // the loop while callbacks may run.
+            #expect(waitUntil { loop.statistics.pending == 0 }, "timers still pending")
             loop.stop()
         }
         expectAllFreed(since: before)

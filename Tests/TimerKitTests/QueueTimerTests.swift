@@ -489,20 +489,22 @@ struct QueueTimerTests {
     func realOneShots() throws {
         let queue = DispatchQueue(label: "QueueTimerTests.order")
         let log = Locked<[String]>([])
-        let wallDeadline = WallClock.now + .milliseconds(30)
+        // The earlier timer is set up and added first: a stall of the test's
+        // thread anywhere in here only moves the later one later.
         let deadline = MonotonicClock.now + .milliseconds(10)
-        let wall = try QueueTimer(queue: queue)
-        wall.setEventHandler { _ in
-            log.withLock { $0.append(WallClock.now >= wallDeadline ? "wall" : "wall early") }
-        }
-        try wall.schedule(wallDeadline: wallDeadline)
         let monotonic = try QueueTimer(queue: queue)
         monotonic.setEventHandler { _ in
             log.withLock { $0.append(MonotonicClock.now >= deadline ? "monotonic" : "monotonic early") }
         }
         try monotonic.schedule(deadline: deadline)
-        try wall.activate()
         try monotonic.activate()
+        let wallDeadline = WallClock.now + .milliseconds(30)
+        let wall = try QueueTimer(queue: queue)
+        wall.setEventHandler { _ in
+            log.withLock { $0.append(WallClock.now >= wallDeadline ? "wall" : "wall early") }
+        }
+        try wall.schedule(wallDeadline: wallDeadline)
+        try wall.activate()
         #expect(waitUntil { log.value.count == 2 })
         #expect(log.value == ["monotonic", "wall"])
     }
