@@ -225,8 +225,10 @@ static void test_signal_storm(void) {
     pthread_t signaller;
     CHECK_EQ(pthread_create(&signaller, NULL, signaller_main, &s), 0);
 
-    /* Until every one-shot fired, 1.5 s passed and the storm sent its first
-     * 2,000 signals (bounded: a slow machine takes longer, not fewer). */
+    /* Until every one-shot fired, 1.5 s passed and the handler ran for 2,000
+     * signals (bounded, at 30,000 pauses of 1 ms or more: a slow machine
+     * takes longer, not fewer; signals sent to a thread that has one pending
+     * merge, so fewer run than are sent). */
     for (int waited = 0; waited < 30000; waited++) {
         int done = 1;
         for (int i = 0; i < ONE_SHOTS; i++) done &= atomic_load(&s.shots[i].fires) > 0;

@@ -62,7 +62,7 @@ private actor Worker {
     }
 }
 
-@Suite("A loop whose run fails", .timeLimit(.minutes(10)))
+@Suite("A loop whose run fails", .timeLimit(.minutes(5)))
 struct LoopFailureTests {
     @Test("actors on it still run: a sleep there fails with the run's error, and later calls return")
     func actorsGoOn() async throws {

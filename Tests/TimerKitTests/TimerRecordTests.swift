@@ -28,13 +28,15 @@ struct TimerRecordTests {
     }
 
     @Test("a LoopTimer's instance is at most 136 bytes, whatever its clock")
-    func objectSize() throws {
+    func objectSize() {
         // The size the runtime asks the allocator for, read from the class
         // metadata: 136 bytes fill a 144-byte glibc chunk (the size the
         // layout in AnyLoopTimer is arranged for); one byte more takes the
         // object to the next chunk, 160 bytes. What malloc_usable_size says
         // of a live object is no measure of this: a chunk cut from a larger
-        // free one may keep the few bytes left over.
+        // free one may keep the few bytes left over. (The metadata's size
+        // is the whole allocation for a class with no tail-allocated
+        // storage, which LoopTimer has none of.)
         #expect(instanceSize(OneWord.self) == 24, "class metadata layout not as expected")
         #expect(instanceSize(OneWordAndAByte.self) == 25, "class metadata layout not as expected")
         let classes: [AnyClass] = [
@@ -109,7 +111,7 @@ struct TimerRecordTests {
     }
 }
 
-/// The instance size in a Swift class's metadata: after the isa and
+/// The instance size in a Swift class's metadata: after the kind and
 /// superclass words come the flags, the instance address point and the
 /// instance size, each 32 bits (Swift's class metadata on platforms without
 /// Objective-C interop). `objectSize` checks the reading on two classes of

@@ -5,7 +5,7 @@ import TimerKit
 // which merges ticks a slow consumer missed, stamps each tick with its grid
 // instant, and ends when the iterating task is cancelled.
 
-@Suite("TimerTicks", .timeLimit(.minutes(10)))
+@Suite("TimerTicks", .timeLimit(.minutes(5)))
 struct TimerTicksTests {
     @Test("ticks on a real loop, and the timer goes when the iteration does")
     func ticksOnRealLoop() async throws {
