@@ -26,6 +26,17 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      10  Fixes to what the header always said, which no code could be
+ *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
+ *          new grid at the latest frame's timestamp also after a resume or
+ *          an earlier change of rate (it anchored at the restarted grid's
+ *          point before its next frame); a manual loop's advance or run
+ *          reaches a wake-up exactly INT64_MAX ns ahead (it took that
+ *          distance for "no wake-up"), and a manual run with a deadline
+ *          more than INT64_MAX ns ahead moves time all the way to it (it
+ *          stopped INT64_MAX ns on). Documented: tk_loop_run and
+ *          tk_loop_advance return -ENOMEM when a pass cannot grow its list
+ *          of timers set aside.
  *       9  Added: tk_loop_cancel_record. tk_timer_record is 8 bytes larger
  *          (it also names the loop that holds it): code that allocates
  *          one must be compiled against this header.
@@ -82,7 +93,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 9
+#define TK_API_VERSION 10
 
 /* ------------------------------------------------------------------------
  * Types
@@ -504,8 +515,22 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * -EBUSY if another thread is running the loop or this is called from a
  * callback of tk_loop_advance, -EPERM if the loop's precision settings ask
  * for a SCHED_FIFO priority the thread may no longer have (see
- * tk_loop_set_precision), or
+ * tk_loop_set_precision), -ENOMEM if a pass could not make room to set
+ * aside the due timers outside the mode (see "A pass that runs out of
+ * memory" below), or
  * the negative errno of a failed epoll_wait / timerfd call.
+ *
+ * A pass that runs out of memory: a pass sets due timers outside its mode
+ * (and timers whose callback is running) aside, in a list. When it starts,
+ * it makes room there for every pending timer outside the mode, due or not,
+ * which allocates only when the loop has more of them than it has made room
+ * for before; a timer whose callback is running may need more room later.
+ * If an allocation fails, the pass ends there, and no timer is lost: each that has
+ * not fired is still scheduled, and fires at a later pass. If the pass had
+ * fired something, the call goes on as after any pass (the next pass tries
+ * again); if not, it returns -ENOMEM. Callbacks that earlier passes of the
+ * call ran have run, and on a manual loop the clocks stay where the failing
+ * pass was made.
  *
  * On a manual loop, a run with `deadline_ns` TK_FOREVER does not move time: it
  * fires what is due, handles descriptors and waits for them, a wake-up or a
@@ -905,9 +930,11 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  *
  * Returns the number of timer callbacks run (>= 0; a frame ticker's timer
  * counts as in tk_loop_stats.fired), -EINVAL for NULL, a negative
- * delta or a `mode` that is not one mode, -ENOTSUP on a real-clock loop, or -EBUSY
+ * delta or a `mode` that is not one mode, -ENOTSUP on a real-clock loop, -EBUSY
  * if another thread is running the loop, or this is called from one of its
- * callbacks, or a callback run by tk_loop_fire is running.
+ * callbacks, or a callback run by tk_loop_fire is running, or -ENOMEM as
+ * tk_loop_run returns it (see "A pass that runs out of memory" there): the
+ * span then ends early, and callbacks may have run.
  */
 int64_t tk_loop_advance(tk_loop *loop, tk_mode_set mode, int64_t delta_ns);
 

@@ -69,6 +69,7 @@ struct tk_frame_ticker {
     tk_mode_set modes;
     frame_grid grid;
     uint64_t frames;
+    int64_t latest_timestamp; /* the latest frame's timestamp (once frames > 0) */
     uint64_t dropped;
     int error;
     uint8_t destroyed;
@@ -265,6 +266,7 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
     };
     ticker->frames++;
     ticker->dropped += dropped;
+    ticker->latest_timestamp = timestamp;
     /* What the callback sees of the grid: this frame done, the next one
      * due at the target; a new rate set by the callback starts here. */
     grid->last = timestamp;
@@ -443,8 +445,10 @@ int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate) 
     if (result == 0) result = set_ladder(&changed, rate);
     if (result == 0) {
         int64_t now = now_of(ticker->loop);
-        /* The latest frame's timestamp, unless paused or before the first. */
-        int64_t anchor = ticker->frames > 0 && !changed.paused ? ticker->grid.last : now;
+        /* The latest frame's timestamp, unless paused or before the first.
+         * (Not the grid's `last`: a resume or an earlier change of rate
+         * moves that to a grid point the ticker has not delivered.) */
+        int64_t anchor = ticker->frames > 0 && !changed.paused ? ticker->latest_timestamp : now;
         restart_grid(&changed, anchor > now ? now : anchor, now);
         result = change_grid(ticker, changed);
     }

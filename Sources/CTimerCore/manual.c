@@ -17,19 +17,25 @@
 #include <errno.h>
 
 /* How far the loop's time may move before the next wake-up: the earliest
- * target, relative to each clock's own reading (the clocks move together).
- * INT64_MAX if there is none. */
-static int64_t next_wakeup_in(tk_loop *loop, unsigned mode) {
+ * target, relative to each clock's own reading (the clocks move together;
+ * negative for one already passed), in `*in`. 0 if there is none within
+ * INT64_MAX ns, the longest span: a target exactly that far is one (a span
+ * of INT64_MAX reaches it), one further is not. */
+static int next_wakeup_in(tk_loop *loop, unsigned mode, int64_t *in) {
     /* Timers of the mode that a nested run in another mode parked are due:
      * their wake-up is now. */
-    int64_t soonest = tk__timers_parked_in(loop, mode) ? 0 : INT64_MAX;
+    int found = tk__timers_parked_in(loop, mode);
+    *in = 0;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
         int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0, NULL);
         if (target == INT64_MAX) continue;
-        int64_t in = tk__sub_sat(target, loop->manual_now[clock]);
-        if (in < soonest) soonest = in;
+        int64_t now = loop->manual_now[clock];
+        if (target > now && (uint64_t)target - (uint64_t)now > (uint64_t)INT64_MAX) continue;
+        int64_t distance = tk__sub_sat(target, now);
+        if (!found || distance < *in) *in = distance;
+        found = 1;
     }
-    return soonest;
+    return found;
 }
 
 static void move_clocks(tk_loop *loop, int64_t by) {
@@ -41,8 +47,8 @@ static void move_clocks(tk_loop *loop, int64_t by) {
 /* Moves the clocks to the next wake-up if it is at most `left` away (1),
  * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. */
 static int step_within(tk_loop *loop, unsigned mode, int64_t left, int64_t *moved) {
-    int64_t in = next_wakeup_in(loop, mode);
-    if (in == INT64_MAX || in > left) {
+    int64_t in;
+    if (!next_wakeup_in(loop, mode, &in) || in > left) {
         *moved = left > 0 ? left : 0;
         move_clocks(loop, *moved);
         return 0;
@@ -54,10 +60,16 @@ static int step_within(tk_loop *loop, unsigned mode, int64_t left, int64_t *move
 }
 
 int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
-    /* A callback may have set the monotonic clock past `end` already. */
-    int64_t moved;
-    return step_within(loop, mode, tk__sub_sat(end, loop->manual_now[TK_CLOCK_MONOTONIC]),
-                       &moved);
+    for (;;) {
+        /* A callback may have set the monotonic clock past `end` already.
+         * A span longer than INT64_MAX ns is stepped in two: the first part
+         * ends short of `end`, with no wake-up in it. */
+        int64_t now = loop->manual_now[TK_CLOCK_MONOTONIC];
+        int longer = end > now && (uint64_t)end - (uint64_t)now > (uint64_t)INT64_MAX;
+        int64_t moved;
+        int woke = step_within(loop, mode, tk__sub_sat(end, now), &moved);
+        if (woke || !longer) return woke;
+    }
 }
 
 /*

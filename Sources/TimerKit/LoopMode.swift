@@ -11,8 +11,10 @@
 /// first time the loop meets it, in a run, a timer's modes or a common mode,
 /// and keeps it for the loop's life. Adding a timer or frame ticker that the
 /// loop refuses for itself (invalidated, on another loop, needing a manual
-/// loop) names no mode; a frame ticker refused for its frame rate when it is
-/// made has named its modes.
+/// loop) names no mode, a list of modes refused for one of them
+/// (``TimerError/tooManyModes(_:)``) names none of the others, and an
+/// advance refused for a negative span names none; a frame ticker refused
+/// for its frame rate when it is made has named its modes.
 ///
 /// ```swift
 /// let loop = try TimerLoop()

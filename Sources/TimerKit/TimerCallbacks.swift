@@ -105,7 +105,10 @@ public final class TimerCallbacks<Handler: TimerCallbackHandler>: Sendable {
     /// Cancels `timer`: once this returns, no call for it starts (one
     /// running on the loop's thread finishes). Returns false if it was not
     /// scheduled: a one-shot that has fired, a timer cancelled already, or
-    /// one of another loop (which is left as it is). A timer of another
+    /// one of another loop (which is left as it is). Inside the handler's
+    /// own call for a one-shot, the first cancel of it returns true (as
+    /// `tk_loop_cancel` returns 0 there), although ``isScheduled(_:)`` is
+    /// false: it ends a timer that was ending anyway. A timer of another
     /// `TimerCallbacks` of the same loop is cancelled too: the handle names
     /// a timer of the loop.
     ///

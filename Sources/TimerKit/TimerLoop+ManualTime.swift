@@ -25,7 +25,9 @@ extension TimerLoop {
     ///   ``Errno/invalidArgument`` for a negative duration.
     @discardableResult
     public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
-        try advance(mode: mode) { _ in duration.saturatingNanoseconds }
+        // Any negative duration, a part of a nanosecond too (which would
+        // count as 0), is refused, before the mode is named.
+        try advance(mode: mode, refusing: duration < .zero) { _ in duration.saturatingNanoseconds }
     }
 
     /// Moves a manual loop's time to `instant` of its monotonic clock, as
@@ -42,8 +44,12 @@ extension TimerLoop {
 
     /// Advances by what `span` computes from the loop's monotonic time,
     /// holding the turn while it reads and moves.
-    private func advance(mode: LoopMode, _ span: (Int64) -> Int64) throws(TimerError) -> Int {
+    private func advance(
+        mode: LoopMode, refusing negative: Bool = false, _ span: (Int64) -> Int64
+    ) throws(TimerError) -> Int {
         guard isManual else { throw .notManual }
+        // As the C core refuses a negative span: a refused advance names no mode.
+        if negative { _ = try TimerError.check(-EINVAL, "tk_loop_advance") }
         let modes = try runModeSet(mode)
         return try advancing.take { () throws(TimerError) in
             let delta = span(now(MonotonicClock()).nanoseconds)

@@ -40,8 +40,12 @@ extension TimerLoop {
     func modeSet(_ modes: [LoopMode]) throws(TimerError) -> tk_mode_set {
         guard !modes.isEmpty else { throw .noModes }
         return try modeTable.withLock { (table) throws(TimerError) in
+            // Named on a copy, kept only if every mode gets a bit: a list
+            // refused for one of its modes names none of the others.
+            var named = table
             var set: tk_mode_set = 0
-            for mode in modes { set |= try table.set(of: mode) }
+            for mode in modes { set |= try named.set(of: mode) }
+            table = named
             return set
         }
     }

@@ -482,8 +482,11 @@ REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int64_t 
         if (!t->parked) {
             int64_t at = ref_add(t->deadline, t->leeway);
             if (at == INT64_MAX) continue;
-            v = ref_sub(at, ref->now[t->clock]);
-            if (v == INT64_MAX) continue;
+            int64_t now = ref->now[t->clock];
+            /* Further than INT64_MAX ns, the longest span: none. Exactly
+             * that far is a target (a span of INT64_MAX reaches it). */
+            if (at > now && (uint64_t)at - (uint64_t)now > (uint64_t)INT64_MAX) continue;
+            v = ref_sub(at, now);
         }
         if (!have_target || v < target) target = v;
         have_target = 1;
@@ -501,8 +504,14 @@ REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int64_t 
 
 /* A step of a run: the clocks may move until the monotonic one reads `end`. */
 REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
-    int64_t moved;
-    return ref_step_within(ref, mode, ref_sub(end, ref->now[TK_CLOCK_MONOTONIC]), &moved);
+    for (;;) {
+        /* A span longer than INT64_MAX ns is stepped in two. */
+        int64_t now = ref->now[TK_CLOCK_MONOTONIC];
+        int longer = end > now && (uint64_t)end - (uint64_t)now > (uint64_t)INT64_MAX;
+        int64_t moved;
+        int woke = ref_step_within(ref, mode, ref_sub(end, now), &moved);
+        if (woke || !longer) return woke;
+    }
 }
 
 /* Reports a pending wall-clock step. */

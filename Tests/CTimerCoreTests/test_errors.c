@@ -1461,6 +1461,48 @@ static void test_saturation_manual(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* The longest span, INT64_MAX ns, reaches a timer due at its very end (the
+ * distance to it is the span itself, not "no wake-up"), and only there: one
+ * a nanosecond further waits for the next advance. */
+static void test_longest_span_reaches_its_end(void) {
+    tk_loop_stats stats;
+    int64_t now = 0;
+    for (int further = 0; further <= 1; further++) {
+        tk_loop *loop = new_manual(-1 - further);
+        sat_rec r = {0};
+        tk_timer_id id = sched(loop, mkspec(TK_CLOCK_MONOTONIC, INT64_MAX - 1, 0, 0, TK_MODES(0),
+                                            TK_TIMER_ABSOLUTE),
+                               sat_fn, &r);
+        CHECK_EQ(tk_loop_advance(loop, 0, INT64_MAX), further ? 0 : 1);
+        CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+        CHECK_EQ(now, INT64_MAX - 1 - further);
+        CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+        CHECK_EQ(stats.wakeups, further ? 0 : 1);
+        CHECK_EQ(r.count, further ? 0 : 1);
+        CHECK_EQ(tk_loop_advance(loop, 0, 1), further ? 1 : 0);
+        CHECK_EQ(r.count, 1);
+        CHECK_EQ(tk_loop_timer_info(loop, id, &(tk_timer_info){0}), -ENOENT);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+    /* A run with a deadline moves time as an advance does, also over a span
+     * longer than INT64_MAX ns: a wake-up exactly INT64_MAX ns ahead is one
+     * (from -2, at INT64_MAX - 2), and one past INT64_MAX ns ahead (from
+     * -10, at INT64_MAX - 5) comes before the deadline all the same. */
+    for (int longer = 0; longer <= 1; longer++) {
+        int64_t start = longer ? -10 : -2;
+        tk_loop *loop = new_manual(start);
+        sat_rec r = {0};
+        sched(loop, mkspec(TK_CLOCK_MONOTONIC, longer ? INT64_MAX - 5 : INT64_MAX - 2, 0, 0,
+                           TK_MODES(0), TK_TIMER_ABSOLUTE),
+              sat_fn, &r);
+        CHECK_EQ(tk_loop_run(loop, 0, INT64_MAX - 1, 0), TK_RUN_TIMED_OUT);
+        CHECK_EQ(r.count, 1);
+        CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+        CHECK_EQ(now, INT64_MAX - 1);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+}
+
 static void test_saturation_real(void) {
     tk_loop *loop = new_real();
     sat_rec never = {0};
@@ -2061,6 +2103,7 @@ static const test_case tests[] = {
     {"modes_out_of_range", test_modes_out_of_range, 300},
     {"destroy_full", test_destroy_full, 300},
     {"saturation_manual", test_saturation_manual, 300},
+    {"longest_span_reaches_its_end", test_longest_span_reaches_its_end, 60},
     {"saturation_real", test_saturation_real, 300},
     {"watch_errors", test_watch_errors, 300},
     {"foreign_handles", test_foreign_handles, 60},

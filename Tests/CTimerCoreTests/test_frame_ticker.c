@@ -332,6 +332,39 @@ static void test_rate_change_realigns(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A new rate is anchored at the latest frame's timestamp, whatever restarted
+ * the grid since that frame: a resume, or an earlier change of rate. */
+static void test_rate_change_anchors_at_the_latest_frame(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.rate_changes = 1;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 105 * MS), 10); /* the latest frame at 100 ms */
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 30 * MS), 0); /* to 135 ms */
+    CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 140 * MS);
+    /* 50 Hz from 100 ms: 120, 140 (not from 130, the resumed grid's point
+     * before its next: 150). */
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 140 * MS);
+    /* Time moves with no pass (to 185 ms): 50 Hz from 100 ms has its next
+     * frame at 200 ms. Then 40 Hz, still from 100 ms: 125, ..., 200, 225
+     * (not from 180, the 50 Hz grid's point before its next: 205). */
+    CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, START + 185 * MS), 0);
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 200 * MS);
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(40)), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 200 * MS);
+    CHECK_EQ(info_of(ticker).period_ns, 25 * MS);
+    CHECK_EQ(tk_loop_advance(loop, 0, 40 * MS), 2); /* to 225 ms */
+    CHECK_FRAME(&r, 10, 200, 0);
+    CHECK_FRAME(&r, 11, 225, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static void test_range_adapts(void) {
     static recorder r;
     recorder_init(&r);
@@ -820,6 +853,7 @@ static const test_case tests[] = {
     {"pause_from_callback", test_pause_from_callback, 60},
     {"destroy_from_callback", test_destroy_from_callback, 60},
     {"rate_change_realigns", test_rate_change_realigns, 60},
+    {"rate_change_anchors_at_the_latest_frame", test_rate_change_anchors_at_the_latest_frame, 60},
     {"range_adapts", test_range_adapts, 60},
     {"preferred_rate_within_range", test_preferred_rate_within_range, 60},
     {"modes", test_modes, 60},

@@ -252,6 +252,14 @@ struct TimerErrorTests {
         #expect(throws: TimerError.invalidated) { try loop.add(dead, in: [.default, "refused 2"]) }
         #expect(throws: TimerError.scheduledOnAnotherLoop) { try loop.add(elsewhere, forMode: "refused 3") }
         #expect(throws: TimerError.invalidated) { try ticker.add("refused 4") }
+        // A list refused for its second new mode names neither; an advance
+        // refused for a negative span names its mode no more.
+        let fresh = try LoopTimer(after: .seconds(1)) { _, _ in }
+        #expect(throws: TimerError.tooManyModes("refused 6")) { try loop.add(fresh, in: ["refused 5", "refused 6"]) }
+        #expect(fresh.fireDate == nil)
+        #expect(throws: TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))) {
+            try loop.advance(by: .nanoseconds(-1), mode: "refused 7")
+        }
         // The last mode is still there for a timer that can take it.
         let last = LoopMode("the last one")
         let taken = try loop.schedule(after: .seconds(1), in: last) { _, _ in }
@@ -313,9 +321,14 @@ struct TimerErrorTests {
     func systemErrors() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(10))
         let bystanders = try Bystanders(on: loop)
-        #expect(throws: TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))) {
-            try loop.advance(by: .nanoseconds(-1))
-        }
+        let advance = TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_advance"))
+        #expect(throws: advance) { try loop.advance(by: .nanoseconds(-1)) }
+        // Less than a nanosecond below zero is negative too, not 0.
+        #expect(throws: advance) { try loop.advance(by: Duration(secondsComponent: 0, attosecondsComponent: -1)) }
+        #expect(throws: advance) { try loop.advance(by: .nanoseconds(-1) + Duration(secondsComponent: 0, attosecondsComponent: 1)) }
+        let clock = try ManualClock()
+        #expect(throws: advance) { try clock.advance(by: Duration(secondsComponent: 0, attosecondsComponent: -1)) }
+        #expect(clock.now.offset == .zero)
         let setTime = TimerError.system(SystemError(errno: .invalidArgument, function: "tk_loop_set_manual_time"))
         #expect(throws: setTime) { try loop.setManualTime(to: at(.seconds(9))) }
         #expect(throws: setTime) { try loop.setManualTime(to: BootClock.Instant(offset: .seconds(9))) }
