@@ -318,8 +318,9 @@ typedef struct tk_loop_stats {
     uint64_t pending;
     /**
      * Times the loop returned from waiting (or, manual, moved time to a
-     * target or to a run's deadline). The poll without waiting that ends a
-     * pass after which a run returns is not one.
+     * target or to a run's deadline). A TK_RUN_NOWAIT run's poll, which
+     * does not wait, counts as one; the poll without waiting that ends a
+     * pass after which a run returns does not.
      */
     uint64_t wakeups;
     /**
@@ -873,7 +874,8 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * the number again, for a new descriptor, fails with -ENOENT until
  * tk_loop_unwatch_fd is called on it; the number may even be one the loop
  * opened for itself meanwhile, which neither call disturbs). Returns 0,
- * -EINVAL, -ENOMEM or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
+ * -EINVAL (a NULL loop or fn, a negative fd, no or unknown events), -ENOMEM
+ * or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
  * regular file, -EEXIST for a descriptor of the loop's own). A watched fd
  * closed while its file stays open elsewhere (a dup, a child) is still
  * reported by epoll, and the loop spins until it is unwatched. The loop keeps
@@ -969,11 +971,15 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
  * Rates. A ticker runs at a preferred rate within a range. The grid's finest
  * period is 1 s / maximum; the rates the ticker can run at are maximum / k
  * for whole k, down to the minimum (120, 60, 40, 30 ... Hz for a maximum of
- * 120), so every rate's grid is part of the finest one. It starts at the
- * rung whose rate is nearest the preferred one. A ticker whose range
+ * 120), so every rate's grid is part of the finest one. The finest period
+ * is 1 s / maximum rounded to the nearest nanosecond (16,666,667 ns for
+ * 60 Hz: frames never drift from their grid, which runs 20 ns a second
+ * behind an exact 60 Hz). It starts at the
+ * rung whose rate is nearest the preferred one (of two equally near, the
+ * faster: 60 Hz for 50 in 30 ... 120). A ticker whose range
  * offers more than one rate adapts once per second of frames: it steps one
  * rate down when more than a tenth of the window's grid points were dropped,
- * and one rate up, never above the preferred rate, when none was dropped and
+ * and one rate up, never above the rung it started at, when none was dropped and
  * the longest callback took at most half of the faster rate's period. A
  * range whose minimum, maximum and preferred rates are equal is a fixed rate.
  *

@@ -264,6 +264,12 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// one-shot timer is then done; a repeating timer keeps its schedule. Does
     /// nothing if the timer is no longer valid.
     ///
+    /// It is the caller's call, made even while the action runs elsewhere:
+    /// called from another thread while the loop's thread runs the action,
+    /// the two calls overlap (the action is `@Sendable` for that reason),
+    /// and a repeating timer's action that fires its own timer recurses. The
+    /// loop itself never starts the action while a call of it runs.
+    ///
     /// The corresponding C function is `tk_loop_fire`.
     public func fire() {
         let (loop, id, valid) = withState { ($0.loop, $0.id, $0.isValid) }

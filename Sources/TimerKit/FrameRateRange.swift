@@ -7,11 +7,16 @@ import CTimerCore
 /// rates the ticker can run at are maximum ÷ k for whole k, down to the
 /// minimum: 120, 60, 40, 30 … for a maximum of 120, so every rate's frames
 /// fall on the finest grid. The ticker starts at the rung nearest the
-/// preferred rate. When the range offers more than one rung, it adapts once
-/// per second of frames: one rung down when more than a tenth of the
-/// window's frames were dropped, one rung up (never above the preferred
-/// rate) when none was and the longest callback took at most half of the
-/// faster rung's period.
+/// preferred rate (of two equally near, the faster: 60 for 50 in 30…120).
+/// When the range offers more than one rung, it adapts once per second of
+/// frames: one rung down when more than a tenth of the window's frames were
+/// dropped, one rung up (never above the rung it started at) when none was
+/// and the longest callback took at most half of the faster rung's period.
+///
+/// Periods are whole nanoseconds: 1 s ÷ maximum rounded to the nearest
+/// nanosecond, times k. A 60 Hz ticker's period is 16,666,667 ns, so its
+/// frames, which never drift from their grid, run 20 ns a second behind
+/// an exact 60 Hz.
 ///
 /// ```swift
 /// let steady = FrameRateRange(fixed: 60)                         // always 60 Hz

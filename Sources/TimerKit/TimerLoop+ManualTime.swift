@@ -27,7 +27,7 @@ extension TimerLoop {
     public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
         // Any negative duration, a part of a nanosecond too (which would
         // count as 0), is refused, before the mode is named.
-        try advance(mode: mode, refusing: duration < .zero) { _ in duration.saturatingNanoseconds }
+        try advance(mode: mode, refusing: duration < .zero) { _ in (duration.saturatingNanoseconds, true) }
     }
 
     /// Moves a manual loop's time to `instant` of its monotonic clock, as
@@ -36,24 +36,31 @@ extension TimerLoop {
     /// once cannot move it past `instant`.
     func advance(toMonotonic instant: Int64, mode: LoopMode = .default) throws(TimerError) -> Int {
         try advance(mode: mode) { now in
-            guard instant > now else { return 0 }
+            guard instant > now else { return (0, true) }
+            // Further than the longest span (from a time before 0): that
+            // span first, then the rest.
             let (span, overflow) = instant.subtractingReportingOverflow(now)
-            return overflow ? .max : span
+            return overflow ? (.max, false) : (span, true)
         }
     }
 
-    /// Advances by what `span` computes from the loop's monotonic time,
-    /// holding the turn while it reads and moves.
+    /// Advances by the span `step` computes from the loop's monotonic time,
+    /// and again while it says that span was not the whole way, holding the
+    /// turn throughout.
     private func advance(
-        mode: LoopMode, refusing negative: Bool = false, _ span: (Int64) -> Int64
+        mode: LoopMode, refusing negative: Bool = false, _ step: (Int64) -> (span: Int64, whole: Bool)
     ) throws(TimerError) -> Int {
         guard isManual else { throw .notManual }
         // As the C core refuses a negative span: a refused advance names no mode.
         if negative { _ = try TimerError.check(-EINVAL, "tk_loop_advance") }
         let modes = try runModeSet(mode)
         return try advancing.take { () throws(TimerError) in
-            let delta = span(now(MonotonicClock()).nanoseconds)
-            return Int(try TimerError.check(tk_loop_advance(handle, modes, delta), "tk_loop_advance"))
+            var fired = 0
+            while true {
+                let (span, whole) = step(now(MonotonicClock()).nanoseconds)
+                fired += Int(try TimerError.check(tk_loop_advance(handle, modes, span), "tk_loop_advance"))
+                if whole { return fired }
+            }
         }
     }
 

@@ -179,6 +179,23 @@ struct ManualClockTests {
         #expect(clock.now == target)
     }
 
+    @Test("advance(to:) an instant more than Int64.max ns ahead gets there, firing what comes before")
+    func advanceFurtherThanTheLongestSpan() throws {
+        let clock = try ManualClock(start: ManualClock.Instant(offset: .nanoseconds(-10)))
+        let end = ManualClock.Instant(offset: .nanoseconds(Int64.max - 1))
+        let fired = Locked<[ManualClock.Instant]>([])
+        for offset in [Int64.max - 20, Int64.max - 5] {
+            try clock.loop.add(LoopTimer(fireAt: ManualClock.Instant(offset: .nanoseconds(offset))) {
+                _, _ in fired.withLock { $0.append(clock.now) }
+            })
+        }
+        #expect(try clock.advance(to: end) == 2)
+        #expect(clock.now == end)
+        let expected: [Duration] = [.nanoseconds(Int64.max - 20), .nanoseconds(Int64.max - 5)]
+        let offsets: [Duration] = fired.value.map(\.offset)
+        #expect(offsets == expected)
+    }
+
     @Test("a timer on a ManualClock's instants goes only to a manual loop")
     func manualTimersNeedManualLoops() throws {
         let clock = try ManualClock()
