@@ -218,6 +218,9 @@ public final class FrameTicker: @unchecked Sendable {
     /// Changes the rates. The grid is re-aligned: it starts at the latest
     /// frame's timestamp (or now, before the first frame or while paused),
     /// and the next frame is the first point of the new grid still ahead.
+    /// Grid points passed meanwhile are not counted as dropped frames; from
+    /// the action, the latest frame is the one it was called for, and the
+    /// new grid's points it runs past are not counted either.
     ///
     /// - Throws: ``TimerError/invalidFrameRate(_:)`` (nothing changed),
     ///   ``TimerError/invalidated``, ``TimerError/system(_:)``.

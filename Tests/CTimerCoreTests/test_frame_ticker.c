@@ -94,13 +94,14 @@ static void on_frame(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *fra
         r->frames[index] = *frame;
         atomic_store(&r->count, index + 1);
     }
+    /* A new rate first, so that work after it runs past the new grid. */
+    if (index == r->rate_at) CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(r->rate_at_hz)), 0);
     if (r->work > 0 && (r->work_at < 0 || r->work_at == index)) {
         int64_t now;
         tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now);
         tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, now + r->work);
     }
     if (index == r->pause_at) CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), 0);
-    if (index == r->rate_at) CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(r->rate_at_hz)), 0);
     if (index == r->destroy_at) CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
     if (index == r->bad_modes_at) r->bad_modes_result = tk_frame_ticker_set_modes(ticker, TK_MODES(40));
 }
@@ -361,6 +362,27 @@ static void test_rate_change_anchors_at_the_latest_frame(void) {
     CHECK_EQ(tk_loop_advance(loop, 0, 40 * MS), 2); /* to 225 ms */
     CHECK_FRAME(&r, 10, 200, 0);
     CHECK_FRAME(&r, 11, 225, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* A new rate set from the callback starts at that frame; the new grid's
+ * points the callback then runs past are not counted as dropped. */
+static void test_rate_change_from_a_long_callback(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.rate_changes = 1;
+    r.rate_at = 2; /* the frame at 30 ms: 50 Hz from there (50, 70, 90, ...) */
+    r.rate_at_hz = 50;
+    r.work = 45 * MS; /* ... and the callback runs to 75 ms */
+    r.work_at = 2;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r);
+    CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 4);
+    CHECK_FRAME(&r, 2, 30, 0);
+    CHECK_FRAME(&r, 3, 90, 0); /* 50 and 70 were run past */
+    CHECK_EQ(r.frames[3].duration_ns, 20 * MS);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
     CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
@@ -854,6 +876,7 @@ static const test_case tests[] = {
     {"destroy_from_callback", test_destroy_from_callback, 60},
     {"rate_change_realigns", test_rate_change_realigns, 60},
     {"rate_change_anchors_at_the_latest_frame", test_rate_change_anchors_at_the_latest_frame, 60},
+    {"rate_change_from_a_long_callback", test_rate_change_from_a_long_callback, 60},
     {"range_adapts", test_range_adapts, 60},
     {"preferred_rate_within_range", test_preferred_rate_within_range, 60},
     {"modes", test_modes, 60},
