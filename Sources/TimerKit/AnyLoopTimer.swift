@@ -172,7 +172,11 @@ public class AnyLoopTimer: @unchecked Sendable {
     }
 
     /// Whether the timer came due while its loop ran a mode outside the
-    /// timer's modes, and waits to fire once the loop runs one of them.
+    /// timer's modes, and waits to fire once the loop runs one of them: a
+    /// pass of the loop found it due. (An advance of a manual loop makes
+    /// passes at its own mode's wake-ups and where it starts: one that goes
+    /// past the timer's fire date in another mode with no pass after it
+    /// leaves this false until the next pass.)
     public var isWaitingForMode: Bool {
         withState { state in
             guard let loop = state.loop else { return false }

@@ -13,8 +13,11 @@
 /// loop refuses for itself (invalidated, on another loop, needing a manual
 /// loop) names no mode, a list of modes refused for one of them
 /// (``TimerError/tooManyModes(_:)``) names none of the others, and an
-/// advance refused for a negative span names none; a frame ticker refused
-/// for its frame rate when it is made has named its modes.
+/// advance refused for a negative span names none. A call refused for what
+/// the loop finds only after naming has named its modes: a frame ticker
+/// refused for its frame rate when it is made, a run or advance refused as
+/// ``TimerError/busy``, a one-shot that fires for good while a mode is
+/// added to it, or a frame ticker stopped by an error.
 ///
 /// ```swift
 /// let loop = try TimerLoop()

@@ -105,7 +105,9 @@ public final class ManualClock: TimerClock, Sendable {
 
     /// Moves the clock forward to `instant` (no-op if it is not later). Calls
     /// from several threads take turns, and none moves the clock past its
-    /// `instant`.
+    /// `instant`. The clock reads whole nanoseconds: an instant between two
+    /// takes it to the earlier one, short of a sleep or timer until that
+    /// instant, which ends at the later one (never early).
     ///
     /// - Throws: what ``advance(by:)`` throws.
     @discardableResult
