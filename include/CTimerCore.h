@@ -317,10 +317,11 @@ typedef struct tk_loop_stats {
      */
     uint64_t pending;
     /**
-     * Times the loop returned from waiting (or, manual, moved time to a
-     * target or to a run's deadline). A TK_RUN_NOWAIT run's poll, which
-     * does not wait, counts as one; the poll without waiting that ends a
-     * pass after which a run returns does not.
+     * Times the loop returned from waiting in epoll_wait (a TK_RUN_NOWAIT
+     * run's epoll_wait, which does not wait, among them), or, manual, moved
+     * time to a target or to a run's deadline. The poll without waiting
+     * that ends a pass after which a run returns is not one, nor are a
+     * manual run's polls between moves of time.
      */
     uint64_t wakeups;
     /**
@@ -971,10 +972,8 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
  * Rates. A ticker runs at a preferred rate within a range. The grid's finest
  * period is 1 s / maximum; the rates the ticker can run at are maximum / k
  * for whole k, down to the minimum (120, 60, 40, 30 ... Hz for a maximum of
- * 120), so every rate's grid is part of the finest one. The finest period
- * is 1 s / maximum rounded to the nearest nanosecond (16,666,667 ns for
- * 60 Hz: frames never drift from their grid, which runs 20 ns a second
- * behind an exact 60 Hz). It starts at the
+ * 120), so every rate's grid is part of the finest one (its periods are
+ * whole nanoseconds: see period_ns in tk_frame_ticker_info). It starts at the
  * rung whose rate is nearest the preferred one (of two equally near, the
  * faster: 60 Hz for 50 in 30 ... 120). A ticker whose range
  * offers more than one rate adapts once per second of frames: it steps one

@@ -51,4 +51,17 @@ extension Duration {
         }
         return truncated + 1
     }
+
+    /// The duration in whole nanoseconds, rounded down and saturated to the
+    /// range of `Int64`: where a manual clock moved to an instant stops, so
+    /// that it never goes past the instant.
+    @inlinable
+    package var nanosecondsRoundedDown: Int64 {
+        let truncated = saturatingNanoseconds
+        // Rounded toward zero is already rounded down for a positive duration.
+        guard truncated > .min, Int128(truncated) &* 1_000_000_000 > attoseconds else {
+            return truncated
+        }
+        return truncated - 1
+    }
 }

@@ -13,10 +13,7 @@ import CTimerCore
 /// dropped, one rung up (never above the rung it started at) when none was
 /// and the longest callback took at most half of the faster rung's period.
 ///
-/// Periods are whole nanoseconds: 1 s ÷ maximum rounded to the nearest
-/// nanosecond, times k. A 60 Hz ticker's period is 16,666,667 ns, so its
-/// frames, which never drift from their grid, run 20 ns a second behind
-/// an exact 60 Hz.
+/// Periods are whole nanoseconds (see ``FrameTicker/frameDuration``).
 ///
 /// ```swift
 /// let steady = FrameRateRange(fixed: 60)                         // always 60 Hz

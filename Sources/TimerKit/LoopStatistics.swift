@@ -4,7 +4,9 @@ import CTimerCore
 public struct LoopStatistics: Sendable, Hashable {
     /// Timers scheduled and not yet fired or invalidated.
     public var pending: UInt64
-    /// Times the loop woke from waiting (on a manual loop: moved to a wake-up).
+    /// Times the loop woke from waiting (a `runOnce(waiting: false)` poll,
+    /// which does not wait, among them; on a manual loop: moved to a wake-up
+    /// or a run's deadline).
     public var wakeups: UInt64
     /// Timer callbacks run.
     public var fired: UInt64

@@ -106,13 +106,14 @@ public final class ManualClock: TimerClock, Sendable {
     /// Moves the clock forward to `instant` (no-op if it is not later). Calls
     /// from several threads take turns, and none moves the clock past its
     /// `instant`. The clock reads whole nanoseconds: an instant between two
-    /// takes it to the earlier one, short of a sleep or timer until that
-    /// instant, which ends at the later one (never early).
+    /// takes it to the earlier one (before or after the clock's origin),
+    /// short of a sleep or timer until that instant, which ends at the later
+    /// one (never early).
     ///
     /// - Throws: what ``advance(by:)`` throws.
     @discardableResult
     public func advance(to instant: Instant) throws(TimerError) -> Int {
-        try loop.advance(toMonotonic: instant.nanoseconds)
+        try loop.advance(toMonotonic: instant.offset.nanosecondsRoundedDown)
     }
 
     /// Runs the clock's ``loop`` in `mode` until the clock reads `deadline`,

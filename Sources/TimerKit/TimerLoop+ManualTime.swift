@@ -22,7 +22,9 @@ extension TimerLoop {
     /// - Throws: ``TimerError/notManual``; ``TimerError/busy`` when called
     ///   from one of the loop's own callbacks, or while another thread runs
     ///   the loop with ``run(mode:until:)``; ``TimerError/system(_:)`` with
-    ///   ``Errno/invalidArgument`` for a negative duration.
+    ///   ``Errno/invalidArgument`` for a negative duration, or with
+    ///   ``Errno/noMemory`` as ``run(mode:until:)`` throws it (the span then
+    ///   ends early, and actions may have run).
     @discardableResult
     public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
         // Any negative duration, a part of a nanosecond too (which would
@@ -67,7 +69,8 @@ extension TimerLoop {
     /// Sets one of a manual loop's clocks, the one `instant` belongs to. The
     /// monotonic and boot clocks only move forward (moving only the boot
     /// clock models a system suspend); the wall clock may jump either way,
-    /// which the next advance or run reports as a clock step.
+    /// which the next advance or run reports as a clock step. An instant
+    /// between two nanoseconds sets the clock to the earlier one.
     ///
     /// ```swift
     /// try loop.setManualTime(to: loop.now(.boot) + .seconds(3600))   // an hour asleep
@@ -80,7 +83,7 @@ extension TimerLoop {
     ///   than the clock's reading.
     public func setManualTime<Clock: TimerClock>(to instant: ClockInstant<Clock>) throws(TimerError) {
         _ = try TimerError.check(
-            tk_loop_set_manual_time(handle, Clock.clockID.rawClock, instant.nanoseconds),
+            tk_loop_set_manual_time(handle, Clock.clockID.rawClock, instant.offset.nanosecondsRoundedDown),
             "tk_loop_set_manual_time")
     }
 }

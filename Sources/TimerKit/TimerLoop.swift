@@ -156,7 +156,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// innermost run. (A callback that ``advance(by:mode:)`` called cannot:
     /// an advance allows no nested run.)
     ///
-    /// On a manual loop a run with a deadline moves the manual clocks to it,
+    /// On a manual loop a run with a deadline moves the manual clocks to it
+    /// (to the nanosecond before it, for one between two nanoseconds, as
+    /// ``ManualClock/advance(to:)`` does),
     /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
     /// way, and then, as a real run woken by its deadline, makes a last pass
     /// there: a timer due by then fires even if its tolerance reaches
@@ -174,7 +176,10 @@ public final class TimerLoop: @unchecked Sendable {
     ///   of an advance,
     ///   ``TimerError/notARunMode(_:)`` for ``LoopMode/common``,
     ///   ``TimerError/tooManyModes(_:)``, ``TimerError/system(_:)`` if
-    ///   waiting fails in the kernel.
+    ///   waiting fails in the kernel, or with ``Errno/noMemory`` if a pass
+    ///   could not make room to set aside the due timers of other modes
+    ///   (no timer is lost: each that has not fired fires at a later pass;
+    ///   actions of earlier passes have run).
     @discardableResult
     public func run(mode: LoopMode = .default, until deadline: MonotonicClock.Instant? = nil)
         throws(TimerError) -> RunResult
@@ -185,7 +190,7 @@ public final class TimerLoop: @unchecked Sendable {
         // core's "no deadline" (TK_FOREVER), and an instant there never comes:
         // a deadline at it runs to the instant before.
         let until =
-            deadline.map { min(isManual ? $0.nanoseconds : $0.deadlineNanoseconds, .max - 1) }
+            deadline.map { min(isManual ? $0.offset.nanosecondsRoundedDown : $0.deadlineNanoseconds, .max - 1) }
             ?? .max
         return try runResult(tk_loop_run(handle, modes, until, 0))
     }

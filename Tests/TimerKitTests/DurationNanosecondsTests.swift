@@ -3,8 +3,9 @@ import Testing
 
 // Duration.saturatingNanoseconds: the conversion every schedule makes, done
 // without a 128-bit division, against the plain division it replaces; and
-// nanosecondsRoundedUp, what deadlines and delays become, against the
-// rounded-up division.
+// nanosecondsRoundedUp, what deadlines and delays become, and
+// nanosecondsRoundedDown, where a manual clock moved to an instant stops,
+// against the rounded divisions.
 @Suite("Duration to nanoseconds")
 struct DurationNanosecondsTests {
     /// The definition: rounded toward zero, saturated to Int64.
@@ -24,10 +25,20 @@ struct DurationNanosecondsTests {
         return Int64(nanoseconds)
     }
 
+    /// Rounded down, saturated to Int64.
+    static func referenceRoundedDown(_ attoseconds: Int128) -> Int64 {
+        var nanoseconds = attoseconds / 1_000_000_000
+        if attoseconds % 1_000_000_000 < 0 { nanoseconds -= 1 }
+        if nanoseconds > Int128(Int64.max) { return .max }
+        if nanoseconds < Int128(Int64.min) { return .min }
+        return Int64(nanoseconds)
+    }
+
     static func check(_ value: Int128) {
         let duration = Duration(attoseconds: value)
         #expect(duration.saturatingNanoseconds == reference(value), "\(value) attoseconds")
         #expect(duration.nanosecondsRoundedUp == referenceRoundedUp(value), "\(value) attoseconds, rounded up")
+        #expect(duration.nanosecondsRoundedDown == referenceRoundedDown(value), "\(value) attoseconds, rounded down")
     }
 
     @Test("edges: zero, a part of a nanosecond, whole seconds, the ends of Int64 and of Duration")
@@ -50,6 +61,8 @@ struct DurationNanosecondsTests {
         #expect(Duration.nanoseconds(-1).saturatingNanoseconds == -1)
         #expect((Duration.nanoseconds(3) / 2).nanosecondsRoundedUp == 2)
         #expect((Duration.nanoseconds(-3) / 2).nanosecondsRoundedUp == -1)
+        #expect((Duration.nanoseconds(3) / 2).nanosecondsRoundedDown == 1)
+        #expect((Duration.nanoseconds(-3) / 2).nanosecondsRoundedDown == -2)
         #expect(Duration(attoseconds: Int128(Int64.max) * 1_000_000_000 + 1).nanosecondsRoundedUp == .max)
     }
 

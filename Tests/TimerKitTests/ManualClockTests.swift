@@ -196,6 +196,26 @@ struct ManualClockTests {
         #expect(offsets == expected)
     }
 
+    @Test("advance(to:) an instant between two nanoseconds stops at the earlier one, before the origin too")
+    func advanceToAPartOfANanosecond() throws {
+        let clock = try ManualClock(start: ManualClock.Instant(offset: .nanoseconds(-10)))
+        let between = ManualClock.Instant(offset: .nanoseconds(-3) / 2)  // -1.5 ns
+        let fired = Locked(0)
+        try clock.loop.add(LoopTimer(fireAt: between) { _, _ in fired.withLock { $0 += 1 } })
+        #expect(try clock.advance(to: between) == 0)
+        #expect(clock.now == ManualClock.Instant(offset: .nanoseconds(-2)))  // not past -1.5
+        #expect(try clock.advance(to: ManualClock.Instant(offset: .nanoseconds(-1))) == 1)
+        #expect(fired.value == 1)
+        #expect(try clock.advance(to: ManualClock.Instant(offset: .nanoseconds(3) / 2)) == 0)
+        #expect(clock.now == ManualClock.Instant(offset: .nanoseconds(1)))
+        // A run to such an instant, and setting the clock to one, alike.
+        let loop = try TimerLoop.manual(startingAt: .nanoseconds(-10))
+        try loop.run(until: MonotonicClock.Instant(offset: .nanoseconds(-7) / 2))  // -3.5 ns
+        #expect(loop.now(.monotonic) == MonotonicClock.Instant(offset: .nanoseconds(-4)))
+        try loop.setManualTime(to: BootClock.Instant(offset: .nanoseconds(-5) / 2))  // -2.5 ns
+        #expect(loop.now(.boot) == BootClock.Instant(offset: .nanoseconds(-3)))
+    }
+
     @Test("a timer on a ManualClock's instants goes only to a manual loop")
     func manualTimersNeedManualLoops() throws {
         let clock = try ManualClock()
