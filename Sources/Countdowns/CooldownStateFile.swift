@@ -44,7 +44,8 @@ enum CooldownStateFile {
     }
 
     struct Contents: Equatable {
-        var bootID: String
+        /// The boot id's stored form; `nil` if saved with none.
+        var bootID: String?
         var savedAt: BootClock.Instant
         var entries: [Entry]
     }

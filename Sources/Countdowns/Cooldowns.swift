@@ -28,10 +28,14 @@ import TrustedTime
 /// counted; a file that cannot be read is never overwritten, except by
 /// ``replaceStateFile()``.
 ///
-/// A file is one process's at a time: once read, it is not read again, and
-/// each save writes this `Cooldowns`'s cooldowns. Two processes saving to
-/// one file each write their own, and the file keeps the last writer's;
-/// give each process a file of its own.
+/// A file is one `Cooldowns`'s at a time: once read, it is not read again,
+/// and each save writes this `Cooldowns`'s cooldowns. Two processes saving
+/// to one file each write their own, and the file keeps the last writer's;
+/// give each process a file of its own. In one process, keep one
+/// `Cooldowns` for as long as its cooldowns should run (beside the center,
+/// not in a screen that comes and goes): a second one made on the same file
+/// while the first lives restores a countdown of its own for each saved
+/// cooldown, so each end is heard once from each.
 ///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
@@ -59,7 +63,8 @@ public final class Cooldowns: Sendable {
         public var key: String
         /// Its countdown in the center: observe it for ticks and the end.
         public var countdown: Countdown
-        /// How long it lasts in all (as started).
+        /// How long it lasts in all (as started; restored from a file, in
+        /// whole nanoseconds rounded down, at most `Int64.max` of them).
         public var duration: Duration
         /// When it ends, on the boot clock.
         public var end: BootClock.Instant
@@ -123,7 +128,8 @@ public final class Cooldowns: Sendable {
     ///     time carries the cooldowns across a reboot once it is synced.
     ///   - bootID: this boot's id (by default the trusted clock's readings',
     ///     else the machine's); tests give one to play a reboot. Any string
-    ///     works: one that is not short printable ASCII is saved as a hash.
+    ///     works, the empty one too: one that is not short printable ASCII,
+    ///     or is empty, is saved as a hash.
     public init(
         center: CountdownCenter, file: String? = nil, trustedClock: TrustedClock? = nil,
         bootID: String? = nil
@@ -337,7 +343,7 @@ public final class Cooldowns: Sendable {
                 trustedEnd: serverTime(atBoot: cooldown.end))
         }
         let bytes = CooldownStateFile.encode(
-            CooldownStateFile.Contents(bootID: bootID ?? "", savedAt: now, entries: entries))
+            CooldownStateFile.Contents(bootID: bootID, savedAt: now, entries: entries))
         do {
             try AtomicFile.write(bytes, to: file)
         } catch {
@@ -386,7 +392,7 @@ public final class Cooldowns: Sendable {
         }
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
-        guard let bootID, !bootID.isEmpty,
+        guard let bootID,
             contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
         else {
             let outcome = restoreAfterReboot(contents, now: now)

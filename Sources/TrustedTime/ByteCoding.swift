@@ -28,9 +28,9 @@ package struct ByteWriter {
     }
 
     /// A boot id in exactly `width` bytes: its ``storedBootID(_:width:)``
-    /// form, printable ASCII that fits, NUL-padded.
-    package mutating func bootID(_ id: String, width: Int) {
-        let stored = Array(storedBootID(id, width: width).utf8)
+    /// form, printable ASCII that fits, NUL-padded; all NULs for none.
+    package mutating func bootID(_ id: String?, width: Int) {
+        let stored = id.map { Array(storedBootID($0, width: width).utf8) } ?? []
         bytes += stored + [UInt8](repeating: 0, count: width - stored.count)
     }
 }
@@ -53,15 +53,15 @@ package struct ByteReader {
     }
 
     /// A boot id that ``ByteWriter/bootID(_:width:)`` wrote (its stored
-    /// form), or `nil` if the `width` bytes are not NUL-padded printable
-    /// ASCII.
-    package mutating func bootID(width: Int) -> String? {
+    /// form; `.some(nil)` for none), or `nil` if the `width` bytes are not
+    /// NUL-padded printable ASCII.
+    package mutating func bootID(width: Int) -> String?? {
         let field = take(width)
         let text = field.prefix(while: { $0 != 0 })
         guard field.dropFirst(text.count).allSatisfy({ $0 == 0 }),
             text.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
         else { return nil }
-        return String(decoding: text, as: UTF8.self)
+        return .some(text.isEmpty ? nil : String(decoding: text, as: UTF8.self))
     }
 
     package mutating func uint16() -> UInt16 {
@@ -87,9 +87,10 @@ package struct ByteReader {
 }
 
 /// A boot id as a state file keeps it in a field of `width` bytes (at least
-/// 33) of printable ASCII. An id that is printable ASCII, fits, and does not
-/// start with `#` is kept as it is (a Linux boot id is 36 such characters);
-/// any other is kept as `#` and 32 lowercase hex digits of its UTF-8 bytes'
+/// 33) of printable ASCII. An id that is printable ASCII, fits, does not
+/// start with `#` and is not empty is kept as it is (a Linux boot id is 36
+/// such characters); any other (the empty one too: an empty field is no id)
+/// is kept as `#` and 32 lowercase hex digits of its UTF-8 bytes'
 /// 128-bit FNV-1a hash, so that any string works as a boot id and two ids
 /// match after saving exactly when they are equal (but for a 2^-128 chance).
 /// Such a form is kept as it is: the function gives its own results back.
@@ -98,7 +99,9 @@ package func storedBootID(_ id: String, width: Int) -> String {
     let printable = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     let isHashForm = bytes.count == 33 && bytes.first == UInt8(ascii: "#")
         && bytes.dropFirst().allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-    if printable && bytes.count <= width && (bytes.first != UInt8(ascii: "#") || isHashForm) {
+    if !bytes.isEmpty && printable && bytes.count <= width
+        && (bytes.first != UInt8(ascii: "#") || isHashForm)
+    {
         return id
     }
     // FNV-1a, 128 bits: the offset basis and prime of the published

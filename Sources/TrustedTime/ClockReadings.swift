@@ -39,8 +39,8 @@ public protocol ClockReadings: Sendable {
     /// the user or NTP may step.
     var wall: Duration { get }
     /// This boot's id (changes at every boot), or `nil` if it cannot be read.
-    /// Any string works: a state file keeps one that is not short printable
-    /// ASCII as a hash.
+    /// Any string works, the empty one too: a state file keeps one that is
+    /// not short printable ASCII, or is empty, as a hash.
     var bootID: String? { get }
     /// Suspends until ``boot`` reads `deadline`, at most `tolerance` later.
     func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws

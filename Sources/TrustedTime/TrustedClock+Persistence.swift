@@ -66,7 +66,7 @@ extension TrustedClock {
     func encodedState() -> [UInt8] {
         let boot = readings.boot
         let wall = readings.wall
-        let bootID = readings.bootID ?? ""
+        let bootID = readings.bootID
         let snapshot = state.withLock { $0 }
         return TrustedClockStateFile.encode(
             TrustedClockStateFile.Contents(
@@ -80,7 +80,7 @@ extension TrustedClock {
     /// Restores from the saved form; changes nothing if it throws.
     func restore(encoded bytes: [UInt8]) throws(TrustedTimeError) -> RestoreOutcome {
         let contents = try TrustedClockStateFile.decode(bytes)
-        guard let bootID = readings.bootID, !bootID.isEmpty,
+        guard let bootID = readings.bootID,
             contents.bootID == storedBootID(bootID, width: TrustedClockStateFile.bootIDSize)
         else {
             state.withLock { state in

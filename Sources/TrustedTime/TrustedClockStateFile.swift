@@ -39,7 +39,8 @@ enum TrustedClockStateFile {
 
     /// What a file holds.
     struct Contents: Equatable {
-        var bootID: String
+        /// The boot id's stored form; `nil` if saved with none.
+        var bootID: String?
         var savedAtBoot: BootClock.Instant
         var savedAtWall: Duration
         var acceptedOffset: Duration?

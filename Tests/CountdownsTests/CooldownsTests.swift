@@ -79,6 +79,7 @@ struct CooldownsTests {
     static let unusualBootIDs = [
         "bööt", "tab\tid", String(repeating: "x", count: 41), String(repeating: "é", count: 30),
         "#abc", "#" + String(repeating: "0", count: 32), String(repeating: "y", count: 40), "b",
+        "",  // not "no id": a file saved with none is another boot's
     ]
 
     @Test("any string is a boot id: a restart in the same boot restores the true remaining time", arguments: unusualBootIDs)

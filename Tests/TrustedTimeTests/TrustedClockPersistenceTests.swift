@@ -57,7 +57,7 @@ struct TrustedClockPersistenceTests {
 
     @Test(
         "any string is a boot id: a restart in the same boot restores, another id does not",
-        arguments: ["bööt", "tab\tid", String(repeating: "x", count: 41), "#abc", "b"])
+        arguments: ["bööt", "tab\tid", String(repeating: "x", count: 41), "#abc", "b", ""])
     func unusualBootID(_ bootID: String) throws {
         let directory = TrustedTestDirectory()
         defer { directory.remove() }
@@ -97,6 +97,9 @@ struct TrustedClockPersistenceTests {
         // Without a boot id the state cannot be matched to this boot either.
         let noID = ScriptedReadings(bootID: nil)
         #expect(try TrustedClock(readings: noID).restore(from: path) == .fromAnotherBoot)
+        // Saved without one, it is no boot's, not even an empty id's.
+        try syncedClock(noID).save(to: path)
+        #expect(try TrustedClock(readings: ScriptedReadings(bootID: "")).restore(from: path) == .fromAnotherBoot)
     }
 
     @Test("the state round-trips every field, including a pending wall-clock change")
