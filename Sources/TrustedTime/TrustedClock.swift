@@ -24,7 +24,9 @@ import TimerKit
 /// middle of the round trip (Cristian's algorithm). The clock keeps the most
 /// recent samples (``Configuration/maximumSamples``) and uses the one with the
 /// smallest error bound — the smallest round trip, with an older sample's
-/// bound grown by the drift allowance for the time since it was taken.
+/// bound grown by the drift allowance for the time since it was taken; of
+/// two with the same bound, the one it had first (a new sample must be
+/// better to move the time).
 ///
 /// **Error bound.** A reading's ``TrustedTime/errorBound`` is the sample's
 /// bound (half its round trip, half the server's resolution, the server's own
@@ -407,7 +409,8 @@ public final class TrustedClock: Clock, Sendable {
         samplesChanged()
     }
 
-    /// The sample with the smallest error bound at the newest midpoint.
+    /// The sample with the smallest error bound at the newest midpoint; of
+    /// equal ones, the first in `samples` (kept in the order they came).
     func bestSample(of samples: [TimeSample]) -> TimeSample? {
         guard let newest = samples.map(\.midpoint).max() else { return nil }
         return samples.min { a, b in
