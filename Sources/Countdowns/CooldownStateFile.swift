@@ -44,7 +44,8 @@ enum CooldownStateFile {
     }
 
     struct Contents: Equatable {
-        /// The boot id's stored form; `nil` if saved with none.
+        /// The boot id (written in its stored form, which is what a decoded
+        /// file holds); `nil` for none.
         var bootID: String?
         var savedAt: BootClock.Instant
         var entries: [Entry]

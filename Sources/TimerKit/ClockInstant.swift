@@ -82,8 +82,9 @@ extension ClockInstant where Clock: KernelClock {
 
 extension ClockInstant {
     /// The instant in whole nanoseconds, rounded toward the clock's origin
-    /// and saturated to the range of `Int64`: a reading, or where to move a
-    /// manual clock (never past the instant).
+    /// and saturated to the range of `Int64`: a reading, which is whole
+    /// nanoseconds already. (A manual clock moved to an instant goes to
+    /// `offset.nanosecondsRoundedDown`, never past it.)
     var nanoseconds: Int64 { offset.saturatingNanoseconds }
 
     /// The instant as a deadline for the C core: in whole nanoseconds,

@@ -116,9 +116,11 @@ public final class ManualClock: TimerClock, Sendable {
         try loop.advance(toMonotonic: instant.offset.nanosecondsRoundedDown)
     }
 
-    /// Runs the clock's ``loop`` in `mode` until the clock reads `deadline`,
-    /// moving it there as ``advance(by:)`` does but in the run's mode, and
-    /// ending with a pass at `deadline`, as a real loop's run would (see
+    /// Runs the clock's ``loop`` in `mode` until the clock reads `deadline`
+    /// (the nanosecond before it, for one between two, as
+    /// ``advance(to:)`` does), moving it there as ``advance(by:)`` does but
+    /// in the run's mode, and ending with a pass there, as a real loop's run
+    /// would (see
     /// ``TimerLoop/run(mode:until:)``): `clock.run(mode: .tracking, until:
     /// clock.now + .seconds(2))` plays a two-second drag. A run started from one of the
     /// loop's own callbacks runs nested, unless an advance called that

@@ -124,7 +124,7 @@ public final class TimerLoop: @unchecked Sendable {
     public static func manual(startingAt start: Duration = .zero) throws(TimerError) -> TimerLoop {
         var handle: OpaquePointer?
         _ = try TimerError.check(
-            tk_loop_create_manual(&handle, start.saturatingNanoseconds), "tk_loop_create_manual")
+            tk_loop_create_manual(&handle, start.nanosecondsRoundedDown), "tk_loop_create_manual")
         return try TimerLoop(handle: handle!, isManual: true)
     }
 

@@ -25,8 +25,7 @@ import TimerKit
 /// recent samples (``Configuration/maximumSamples``) and uses the one with the
 /// smallest error bound — the smallest round trip, with an older sample's
 /// bound grown by the drift allowance for the time since it was taken; of
-/// two with the same bound, the one it had first (a new sample must be
-/// better to move the time).
+/// two with the same bound, the one received first.
 ///
 /// **Error bound.** A reading's ``TrustedTime/errorBound`` is the sample's
 /// bound (half its round trip, half the server's resolution, the server's own
@@ -305,7 +304,8 @@ public final class TrustedClock: Clock, Sendable {
     /// ``Configuration/driftPartsPerMillion`` of `elapsed` (either sign),
     /// rounded up, saturating.
     func driftAllowance(_ elapsed: Duration) -> Duration {
-        let nanoseconds = elapsed.saturatingNanoseconds.magnitude
+        // Whole nanoseconds rounded up: a midpoint may fall on half of one.
+        let nanoseconds = UInt64((elapsed < .zero ? .zero - elapsed : elapsed).nanosecondsRoundedUp)
         let ppm = UInt64(configuration.driftPartsPerMillion)
         let (whole, overflow) = (nanoseconds / 1_000_000).multipliedReportingOverflow(by: ppm)
         if overflow { return .nanoseconds(Int64.max) }
@@ -410,11 +410,12 @@ public final class TrustedClock: Clock, Sendable {
     }
 
     /// The sample with the smallest error bound at the newest midpoint; of
-    /// equal ones, the first in `samples` (kept in the order they came).
+    /// equal ones, the one received first.
     func bestSample(of samples: [TimeSample]) -> TimeSample? {
         guard let newest = samples.map(\.midpoint).max() else { return nil }
         return samples.min { a, b in
-            time(at: newest, from: a).errorBound! < time(at: newest, from: b).errorBound!
+            let (boundA, boundB) = (time(at: newest, from: a).errorBound!, time(at: newest, from: b).errorBound!)
+            return boundA != boundB ? boundA < boundB : a.receivedAt < b.receivedAt
         }
     }
 }

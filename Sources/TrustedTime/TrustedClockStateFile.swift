@@ -39,7 +39,8 @@ enum TrustedClockStateFile {
 
     /// What a file holds.
     struct Contents: Equatable {
-        /// The boot id's stored form; `nil` if saved with none.
+        /// The boot id (written in its stored form, which is what a decoded
+        /// file holds); `nil` for none.
         var bootID: String?
         var savedAtBoot: BootClock.Instant
         var savedAtWall: Duration

@@ -48,7 +48,7 @@ struct DurationNanosecondsTests {
             0, 1, -1, nano - 1, -(nano - 1), nano, -nano, nano + 1, -nano - 1,
             Int128(Int64.max) * nano, Int128(Int64.max) * nano + nano - 1,
             Int128(Int64.max) * nano + nano, Int128(Int64.min) * nano,
-            Int128(Int64.min) * nano - 1, Int128(Int64.min) * nano - nano,
+            Int128(Int64.min) * nano - 1, Int128(Int64.min) * nano - nano, Int128(Int64.min) * nano + 1,
             Int128.max, Int128.min, Int128.max - 1, Int128.min + 1,
         ]
         for shift in 0..<127 {

@@ -214,6 +214,9 @@ struct ManualClockTests {
         #expect(loop.now(.monotonic) == MonotonicClock.Instant(offset: .nanoseconds(-4)))
         try loop.setManualTime(to: BootClock.Instant(offset: .nanoseconds(-5) / 2))  // -2.5 ns
         #expect(loop.now(.boot) == BootClock.Instant(offset: .nanoseconds(-3)))
+        // A clock that starts at such an instant starts at the nanosecond before.
+        let started = try ManualClock(start: ManualClock.Instant(offset: .nanoseconds(-3) / 2))
+        #expect(started.now == ManualClock.Instant(offset: .nanoseconds(-2)))
     }
 
     @Test("a timer on a ManualClock's instants goes only to a manual loop")

@@ -24,6 +24,33 @@ struct TrustedClockTests {
         #expect(clock.lastSync == nil)
     }
 
+    @Test("of two samples with the same error bound, the one received first is used")
+    func tieGoesToTheFirstReceived() {
+        let clock = TrustedClock(readings: ScriptedReadings())
+        // A: a 20 ms round trip, midpoint 10.01 s. B: 20.1 ms, midpoint
+        // 11.01 s. At B's midpoint A's bound has grown by 50 ppm of 1 s:
+        // 10 ms + 50 µs, B's own.
+        let a = TimeSample(
+            serverTime: .seconds(1_000_000), sentAt: BootClock.Instant(offset: .seconds(10)),
+            receivedAt: BootClock.Instant(offset: .seconds(10) + .milliseconds(20)))
+        let sentB = BootClock.Instant(offset: .seconds(10) + .microseconds(999_950))
+        let b = TimeSample(
+            serverTime: .seconds(1_000_001), sentAt: sentB, receivedAt: sentB + .microseconds(20_100))
+        #expect(clock.time(at: b.midpoint, from: a).errorBound == b.errorBound)
+        #expect(clock.bestSample(of: [b, a]) == a)
+        #expect(clock.bestSample(of: [a, b]) == a)
+    }
+
+    @Test("the drift allowance is rounded up from a midpoint on half a nanosecond")
+    func driftAllowanceOfHalfANanosecond() {
+        let clock = TrustedClock(readings: ScriptedReadings())
+        let half = Duration(attoseconds: 500_000_000)
+        // 50 ppm of 20,000 ns is 1 ns exactly; of 20,000.5 ns, a little more.
+        #expect(clock.driftAllowance(.nanoseconds(20_000)) == .nanoseconds(1))
+        #expect(clock.driftAllowance(.nanoseconds(20_000) + half) == .nanoseconds(2))
+        #expect(clock.driftAllowance(.zero - .nanoseconds(20_000) - half) == .nanoseconds(2))
+    }
+
     @Test("a symmetric exchange gives the server's time exactly, carried on the boot clock")
     func cristianMidpoint() throws {
         let readings = ScriptedReadings(wallError: .seconds(-3600))
