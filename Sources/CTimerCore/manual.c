@@ -16,6 +16,12 @@
 
 #include <errno.h>
 
+/* Whether `to` lies further ahead of `from` than INT64_MAX ns, the longest
+ * span an advance or a step can move the clocks by. */
+static int beyond_longest_span(int64_t from, int64_t to) {
+    return to > from && (uint64_t)to - (uint64_t)from > (uint64_t)INT64_MAX;
+}
+
 /* How far the loop's time may move before the next wake-up: the earliest
  * target, relative to each clock's own reading (the clocks move together;
  * negative for one already passed), in `*in`. 0 if there is none within
@@ -30,7 +36,7 @@ static int next_wakeup_in(tk_loop *loop, unsigned mode, int64_t *in) {
         int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0, NULL);
         if (target == INT64_MAX) continue;
         int64_t now = loop->manual_now[clock];
-        if (target > now && (uint64_t)target - (uint64_t)now > (uint64_t)INT64_MAX) continue;
+        if (beyond_longest_span(now, target)) continue;
         int64_t distance = tk__sub_sat(target, now);
         if (!found || distance < *in) *in = distance;
         found = 1;
@@ -65,7 +71,7 @@ int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
          * A span longer than INT64_MAX ns is stepped in two: the first part
          * ends short of `end`, with no wake-up in it. */
         int64_t now = loop->manual_now[TK_CLOCK_MONOTONIC];
-        int longer = end > now && (uint64_t)end - (uint64_t)now > (uint64_t)INT64_MAX;
+        int longer = beyond_longest_span(now, end);
         int64_t moved;
         int woke = step_within(loop, mode, tk__sub_sat(end, now), &moved);
         if (woke || !longer) return woke;
