@@ -92,7 +92,8 @@ public final class ManualClock: TimerClock, Sendable {
     /// Moves the clock forward by `duration`, resuming every sleep and firing
     /// every timer of ``loop`` that comes due, in deadline order, before it
     /// returns. Returns how many sleeps and timers it ended. Calls from
-    /// several threads take turns.
+    /// several threads take turns. It moves as ``TimerLoop/advance(by:mode:)``
+    /// does: by whole nanoseconds, further than `Int64.max` of them too.
     ///
     /// - Throws: ``TimerError/busy`` when called from a timer's action on the
     ///   clock's own loop, or while another thread runs ``loop``;

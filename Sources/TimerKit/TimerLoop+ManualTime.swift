@@ -16,6 +16,10 @@ extension TimerLoop {
     ///
     /// Threads that advance the same loop at once take turns: each call moves
     /// time by its own `duration` after the one before it has returned.
+    /// The duration counts whole nanoseconds (a part of one is dropped), and
+    /// every clock stops at its highest reading; a span longer than the C
+    /// core's longest (`Int64.max` nanoseconds, about 292 years) moves in
+    /// parts, within the call's turn.
     ///
     /// The corresponding C function is `tk_loop_advance`.
     ///
@@ -27,9 +31,17 @@ extension TimerLoop {
     ///   ends early, and actions may have run).
     @discardableResult
     public func advance(by duration: Duration, mode: LoopMode = .default) throws(TimerError) -> Int {
+        // The C core moves the clocks by at most Int64.max ns a call, so a
+        // longer span goes in parts. Past UInt64.max ns every clock has
+        // reached its end from any reading, so a longer one moves no further.
+        var left = UInt64(clamping: duration.attoseconds / 1_000_000_000)
         // Any negative duration, a part of a nanosecond too (which would
         // count as 0), is refused, before the mode is named.
-        try advance(mode: mode, refusing: duration < .zero) { _ in (duration.saturatingNanoseconds, true) }
+        return try advance(mode: mode, refusing: duration < .zero) { _ in
+            let span = Int64(clamping: left)
+            left -= UInt64(span)
+            return (span, left == 0)
+        }
     }
 
     /// Moves a manual loop's time to `instant` of its monotonic clock, as

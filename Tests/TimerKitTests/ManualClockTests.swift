@@ -196,6 +196,30 @@ struct ManualClockTests {
         #expect(offsets == expected)
     }
 
+    @Test("advance(by:) further than the longest span moves the whole way, every clock")
+    func advanceByMoreThanTheLongestSpan() throws {
+        let clock = try ManualClock(start: ManualClock.Instant(offset: .nanoseconds(-10)))
+        let fired = Locked<[ManualClock.Instant]>([])
+        // The second is past where one span of Int64.max ns from -10 ends.
+        for offset in [Int64.max - 20, Int64.max - 3] {
+            try clock.loop.add(LoopTimer(fireAt: ManualClock.Instant(offset: .nanoseconds(offset))) {
+                _, _ in fired.withLock { $0.append(clock.now) }
+            })
+        }
+        #expect(try clock.advance(by: .nanoseconds(Int64.max) + .nanoseconds(8)) == 2)
+        #expect(clock.now == ManualClock.Instant(offset: .nanoseconds(Int64.max - 2)))
+        let expected: [Duration] = [.nanoseconds(Int64.max - 20), .nanoseconds(Int64.max - 3)]
+        let offsets: [Duration] = fired.value.map(\.offset)
+        #expect(offsets == expected)
+        // From the wall clock's lowest reading, the longest Duration takes it
+        // to its highest, as it takes the others.
+        let loop = try TimerLoop.manual()
+        try loop.setManualTime(to: WallClock.Instant(offset: .nanoseconds(Int64.min)))
+        #expect(try loop.advance(by: .seconds(Int64.max)) == 0)
+        #expect(loop.now(.wall) == WallClock.Instant(offset: .nanoseconds(Int64.max)))
+        #expect(loop.now(.monotonic) == MonotonicClock.Instant(offset: .nanoseconds(Int64.max)))
+    }
+
     @Test("advance(to:) an instant between two nanoseconds stops at the earlier one, before the origin too")
     func advanceToAPartOfANanosecond() throws {
         let clock = try ManualClock(start: ManualClock.Instant(offset: .nanoseconds(-10)))
