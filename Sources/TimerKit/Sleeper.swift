@@ -32,6 +32,21 @@ final class Sleeper: LoopWaiter {
         self.settled = settled
     }
 
+    /// As ``sleep(on:clock:until:tolerance:registered:settled:isolation:)``,
+    /// for a job that `loop` (a real one) runs. The task prefers the loop
+    /// while it sleeps, so that the loop's thread resumes it onto the loop
+    /// itself: the runtime resumes a continuation on the task's preferred
+    /// executor, by default the global one, which would then hop back to the
+    /// loop.
+    nonisolated(nonsending)
+    static func sleepOnItsLoop(
+        _ loop: TimerLoop, clock: ClockID, until deadline: Int64, tolerance: Duration?
+    ) async throws {
+        try await withTaskExecutorPreference(loop) {
+            try await sleep(on: loop, clock: clock, until: deadline, tolerance: tolerance)
+        }
+    }
+
     /// Suspends until `clock` on `loop` reads `deadline` (nanoseconds), at most
     /// `tolerance` later. `registered` runs once the timer is scheduled,
     /// `settled` once the sleep has ended (however it ended).

@@ -76,12 +76,8 @@ extension KernelClock {
     nonisolated(nonsending)
     private func sleepOnCallersLoop(until deadline: Int64, tolerance: Duration?) async throws {
         if let loop = TimerLoop.executing, !loop.isManual {
-            // Preferring the loop, the sleep is resumed by the loop's thread
-            // onto the loop, whatever isolation this call was made with.
-            return try await withTaskExecutorPreference(loop) {
-                try await Sleeper.sleep(
-                    on: loop, clock: Self.clockID, until: deadline, tolerance: tolerance)
-            }
+            return try await Sleeper.sleepOnItsLoop(
+                loop, clock: Self.clockID, until: deadline, tolerance: tolerance)
         }
         try await SleepService.shared.sleep(clock: Self.clockID, until: deadline, tolerance: tolerance)
     }

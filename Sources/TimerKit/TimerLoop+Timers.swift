@@ -89,6 +89,10 @@ extension TimerLoop {
     /// the clock's range (`Int64.max` nanoseconds) leaves the sleep to
     /// wake-ups that something else brings, as a ``LoopTimer``'s does.
     ///
+    /// It runs on the caller's executor: from an actor or a task on this
+    /// loop, the sleep ends on the loop's thread with no hop; elsewhere the
+    /// task goes back to its own executor when the loop's thread resumes it.
+    ///
     /// ```swift
     /// try await loop.sleep(until: loop.now(.boot) + .seconds(5))
     /// ```
@@ -96,10 +100,15 @@ extension TimerLoop {
     /// - Throws: `CancellationError` if the task is cancelled first (the
     ///   sleep's timer leaves the loop at once); ``TimerError`` if the loop
     ///   cannot take the timer, or its thread's run failed (see ``failure``).
+    nonisolated(nonsending)
     public func sleep<Clock: TimerClock>(until deadline: ClockInstant<Clock>, tolerance: Duration? = nil)
         async throws
     {
         if Clock.self == ManualClock.self && !isManual { throw TimerError.notManual }
+        if TimerLoop.executing === self && !isManual {
+            return try await Sleeper.sleepOnItsLoop(
+                self, clock: Clock.clockID, until: deadline.deadlineNanoseconds, tolerance: tolerance)
+        }
         try await Sleeper.sleep(
             on: self, clock: Clock.clockID, until: deadline.deadlineNanoseconds, tolerance: tolerance)
     }

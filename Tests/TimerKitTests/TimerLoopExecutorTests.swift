@@ -48,6 +48,21 @@ actor LoopActor {
         return (early, offThread, loop.jobsFromOtherThreads - hopsBefore)
     }
 
+    /// As `sleeps`, through the loop's own `sleep(until:tolerance:)`, on
+    /// the boot clock.
+    func loopSleeps(_ times: Int, of step: Duration) async throws -> (early: Int, offThread: Int, hops: Int) {
+        let hopsBefore = loop.jobsFromOtherThreads
+        var early = 0
+        var offThread = 0
+        for _ in 0..<times {
+            let deadline = loop.now(.boot) + step
+            try await loop.sleep(until: deadline)
+            if loop.now(.boot) < deadline { early += 1 }
+            if !loop.isRunningOnCurrentThread { offThread += 1 }
+        }
+        return (early, offThread, loop.jobsFromOtherThreads - hopsBefore)
+    }
+
     /// Schedules a timer on the actor's loop whose action touches the
     /// actor's state, isolated, from the loop's thread.
     func scheduleTimer(fires: Int) throws -> LoopTimer<MonotonicClock> {
@@ -83,6 +98,19 @@ struct TimerLoopExecutorTests {
         #expect(result.hops == 0)
         // The sleeps' timers were this loop's.
         #expect(loop.statistics.fired - firedBefore >= 20)
+    }
+
+    @Test("the loop's own sleep from an actor on it ends there, with no hop, never early")
+    func loopSleepDoesNotHop() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let actor = LoopActor(loop: loop)
+        let firedBefore = loop.statistics.fired
+        let result = try await actor.loopSleeps(10, of: .milliseconds(2))
+        #expect(result.early == 0)
+        #expect(result.offThread == 0)
+        #expect(result.hops == 0)
+        #expect(loop.statistics.fired - firedBefore >= 10)
     }
 
     @Test("a task that prefers the loop runs there, and so do its sleeps")
