@@ -17,7 +17,8 @@
 /// ``Tick/timestamp``. The timer runs on a ``TimerLoop`` (TimerKit's own
 /// background loop unless one is given) and is invalidated when the
 /// iteration ends: the task is cancelled (`next()` returns `nil`), or the
-/// iterator is dropped.
+/// iterator is dropped. Iterated by an actor or a task on the ticks' own
+/// loop, each tick arrives on the loop's thread with no hop.
 public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
     /// One tick.
     public struct Tick: Sendable, Hashable {
@@ -196,8 +197,21 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
         waiter?.resume(returning: .success(tick))
     }
 
+    /// The next tick, waited for on the caller's executor. From a job of
+    /// the ticks' own loop (a real one), the task prefers the loop while it
+    /// waits, so that the loop's thread resumes it onto the loop with no hop
+    /// (as ``Sleeper/sleepOnItsLoop(_:clock:until:tolerance:)`` does).
+    nonisolated(nonsending)
     func next() async throws(TimerError) -> Tick? {
-        let result = await withTaskCancellationHandler {
+        if TimerLoop.executing === loop && !loop.isManual {
+            return try await withTaskExecutorPreference(loop) { await waitForTick() }.get()
+        }
+        return try await waitForTick().get()
+    }
+
+    nonisolated(nonsending)
+    private func waitForTick() async -> Result<Tick?, TimerError> {
+        await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<Tick?, TimerError>, Never>) in
                 let ready: Result<Tick?, TimerError>? = state.withLock { state in
@@ -216,7 +230,6 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
         } onCancel: {
             finish(nil)
         }
-        return try result.get()
     }
 
     /// The loop's run failed: the waiting `next()` and every later one throw.

@@ -63,6 +63,21 @@ actor LoopActor {
         return (early, offThread, loop.jobsFromOtherThreads - hopsBefore)
     }
 
+    /// Takes `count` ticks every `step` on the actor's loop; how many came
+    /// off the loop's thread and how many jobs other threads queued on the
+    /// loop meanwhile.
+    func ticks(_ count: Int, every step: Duration) async throws -> (offThread: Int, hops: Int) {
+        let hopsBefore = loop.jobsFromOtherThreads
+        var offThread = 0
+        var taken = 0
+        for try await _ in try TimerTicks(every: step, on: loop) {
+            if !loop.isRunningOnCurrentThread { offThread += 1 }
+            taken += 1
+            if taken == count { break }
+        }
+        return (offThread, loop.jobsFromOtherThreads - hopsBefore)
+    }
+
     /// Schedules a timer on the actor's loop whose action touches the
     /// actor's state, isolated, from the loop's thread.
     func scheduleTimer(fires: Int) throws -> LoopTimer<MonotonicClock> {
@@ -111,6 +126,15 @@ struct TimerLoopExecutorTests {
         #expect(result.offThread == 0)
         #expect(result.hops == 0)
         #expect(loop.statistics.fired - firedBefore >= 10)
+    }
+
+    @Test("ticks on an actor's loop, iterated there, come with no hop")
+    func ticksDoNotHop() async throws {
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let result = try await LoopActor(loop: loop).ticks(10, every: .milliseconds(2))
+        #expect(result.offThread == 0)
+        #expect(result.hops == 0)
     }
 
     @Test("a task that prefers the loop runs there, and so do its sleeps")
