@@ -24,9 +24,13 @@
 ///   percentiles come from a fixed set of buckets made up front, within
 ///   0.8 % (see ``Reading/frameTimeP99``): recording a frame never allocates.
 /// - **Dropped frames** for a frame time Δ are round(Δ ÷ interval) − 1 (at
-///   least 0), with the interval given, or the ticker frame's own duration.
-/// - **Hitch time** is how much longer than the interval each frame took,
-///   summed over the window, in milliseconds per second; it is graded
+///   least 0). For a ticker's frame they are the ticker's own count,
+///   ``FrameTicker/Frame/droppedFrames``, so that the two agree across the
+///   ticker's changes of rate.
+/// - **Hitch time** is how much longer than the interval each frame took
+///   (for a ticker's frame, than one of the grid steps it spans: Δ ÷
+///   (dropped + 1)), summed over the window, in milliseconds per second;
+///   it is graded
 ///   ``Grade/good`` up to 5 ms/s, ``Grade/warning`` up to 10 and
 ///   ``Grade/critical`` above, unless other thresholds are given.
 ///
@@ -48,7 +52,10 @@ public struct FrameRateMonitor: Sendable {
     }
 
     /// The hitch times, in milliseconds per second, above which a window
-    /// grades ``Grade/warning`` and ``Grade/critical``.
+    /// grades ``Grade/warning`` and ``Grade/critical``. They are taken as
+    /// given: a hitch time above the critical one grades critical whatever
+    /// the warning one is, and a threshold that is not a number is never
+    /// passed.
     public struct Thresholds: Sendable, Hashable {
         /// Above this, a warning (5 ms/s by default).
         public var warning: Double
@@ -83,14 +90,17 @@ public struct FrameRateMonitor: Sendable {
         /// The 95th percentile frame time.
         public var frameTimeP95: Duration
         /// The 99th percentile frame time, within 0.8 % (a histogram
-        /// bucket): the lowest value of its bucket, or, in the bucket of the
-        /// window's smallest or largest frame time, that time; so a steady
-        /// frame time, or a steady one with hitches of one length, is
-        /// reported exactly.
+        /// bucket): the lowest value of its bucket; in the bucket of the
+        /// window's smallest frame time, that time, and in the bucket of its
+        /// largest, that one (in a bucket that holds both, the smallest,
+        /// unless the percentile is the last frame time). So a steady frame
+        /// time is reported exactly, and so is a steady one with hitches of
+        /// one length, where the hitches are more than 0.8 % longer.
         public var frameTimeP99: Duration
         /// The longest frame time.
         public var frameTimeMax: Duration
-        /// Frames dropped: the sum of round(Δ ÷ interval) − 1.
+        /// Frames dropped: the sum of round(Δ ÷ interval) − 1, or of a
+        /// ticker's frames' own counts.
         public var droppedFrames: UInt64
         /// Time beyond the interval, summed, in milliseconds per second of
         /// `elapsed` (0 when `elapsed` is zero).
@@ -108,11 +118,13 @@ public struct FrameRateMonitor: Sendable {
             fixed(Double(duration.saturatingNanoseconds) / 1e6, 1)
         }
 
-        /// `value` with `digits` decimals, without Foundation.
+        /// `value` with `digits` decimals, without Foundation; beyond the
+        /// whole numbers a `Double` holds exactly (2^53), as Swift writes
+        /// it ("1e+19").
         static func fixed(_ value: Double, _ digits: Int) -> String {
-            guard value.isFinite else { return "\(value)" }
             var scale = 1.0
             for _ in 0..<digits { scale *= 10 }
+            guard value.isFinite, abs(value) * scale < 0x1p53 else { return "\(value)" }
             let scaled = (abs(value) * scale).rounded()
             let whole = Int64(scaled / scale)
             var fraction = String(Int64(scaled) - whole * Int64(scale))
@@ -181,6 +193,11 @@ public struct FrameRateMonitor: Sendable {
 
     /// A monitor for frames at `framesPerSecond`; see
     /// ``init(frameInterval:window:thresholds:)``.
+    ///
+    /// - Throws: ``TimerError/invalidFrameRate(_:)`` for a rate outside
+    ///   1e-6…1e9 (a frame ticker's: a period from 1 ns to 11.6 days), or
+    ///   not a number; ``TimerError/invalidMonitorSetting(_:)`` for a
+    ///   `window` that is not positive.
     public init(
         framesPerSecond: Double,
         window: Duration = .seconds(1),
@@ -203,15 +220,18 @@ public struct FrameRateMonitor: Sendable {
     /// otherwise ignored.
     @discardableResult
     public mutating func record(_ timestamp: MonotonicClock.Instant) -> Reading? {
-        record(nanoseconds: timestamp.nanoseconds, interval: intervalNanoseconds)
+        record(nanoseconds: timestamp.nanoseconds, expected: .interval(intervalNanoseconds))
     }
 
-    /// Records a ticker's frame at its grid time, measuring drops against
-    /// the frame's own duration (which follows rate changes). See
-    /// the `record(_:)` that takes an instant.
+    /// Records a ticker's frame at its grid time, taking its drops from the
+    /// ticker (``FrameTicker/Frame/droppedFrames``, which follows rate
+    /// changes) and its hitch as the frame time beyond one of the grid steps
+    /// it spans. Record every frame the ticker delivers: the grid points of
+    /// a frame not recorded are not counted as dropped. See the `record(_:)`
+    /// that takes an instant.
     @discardableResult
     public mutating func record(_ frame: FrameTicker.Frame) -> Reading? {
-        record(nanoseconds: frame.timestamp.nanoseconds, interval: max(1, frame.duration.saturatingNanoseconds))
+        record(nanoseconds: frame.timestamp.nanoseconds, expected: .tickerDrops(frame.droppedFrames))
     }
 
     /// Forgets the previous frame, so that the next one starts a new window
@@ -222,7 +242,15 @@ public struct FrameRateMonitor: Sendable {
         current.reset()
     }
 
-    private mutating func record(nanoseconds now: Int64, interval: Int64) -> Reading? {
+    /// What a frame time is measured against.
+    private enum Expected {
+        /// Frames due every so many nanoseconds (at least 1).
+        case interval(Int64)
+        /// A ticker's frame, with the grid points the ticker skipped before it.
+        case tickerDrops(UInt64)
+    }
+
+    private mutating func record(nanoseconds now: Int64, expected: Expected) -> Reading? {
         guard let previous, now >= previous else {
             self.previous = now
             current.reset()
@@ -232,10 +260,20 @@ public struct FrameRateMonitor: Sendable {
         // Saturating: instants may be far apart (or negative).
         let (difference, overflow) = now.subtractingReportingOverflow(previous)
         let frameTime = overflow ? Int64.max : difference
-        let (quotient, remainder) = frameTime.quotientAndRemainder(dividingBy: interval)
-        let rounded = quotient + (remainder >= interval - remainder ? 1 : 0)
-        let dropped = UInt64(max(0, rounded - 1))
-        let hitch = max(0, frameTime - interval)
+        let dropped: UInt64
+        let hitch: Int64
+        switch expected {
+        case .interval(let interval):
+            let (quotient, remainder) = frameTime.quotientAndRemainder(dividingBy: interval)
+            let rounded = quotient + (remainder >= interval - remainder ? 1 : 0)
+            dropped = UInt64(max(0, rounded - 1))
+            hitch = max(0, frameTime - interval)
+        case .tickerDrops(let skipped):
+            dropped = skipped
+            // The frame time spans skipped + 1 grid steps.
+            let step = skipped < UInt64(Int64.max) ? frameTime / Int64(skipped + 1) : 0
+            hitch = frameTime - step
+        }
         current.add(frameTime, dropped, hitch)
         whole.add(frameTime, dropped, hitch)
         guard current.time >= windowNanoseconds else { return nil }

@@ -40,11 +40,20 @@ public struct FrameRateRange: Sendable, Hashable, CustomStringConvertible {
         self.init(minimum: framesPerSecond, maximum: framesPerSecond, preferred: framesPerSecond)
     }
 
-    /// "30–120 fps, preferring 60", or "60 fps".
+    /// "30–120 fps, preferring 60", or "60 fps"; a rate that is not a whole
+    /// number as Swift writes it ("59.94").
     public var description: String {
-        if minimum == maximum && (preferred ?? maximum) == maximum { return "\(maximum) fps" }
-        let prefers = preferred.map { ", preferring \($0)" } ?? ""
-        return "\(minimum)–\(maximum) fps\(prefers)"
+        // As one rate: a fixed range, a not-a-number one too.
+        func same(_ a: Double, _ b: Double) -> Bool { a == b || (a.isNaN && b.isNaN) }
+        if same(minimum, maximum) && same(preferred ?? maximum, maximum) { return "\(Self.rate(maximum)) fps" }
+        let prefers = preferred.map { ", preferring \(Self.rate($0))" } ?? ""
+        return "\(Self.rate(minimum))–\(Self.rate(maximum)) fps\(prefers)"
+    }
+
+    /// A whole rate without its ".0" (up to 2^53, past which a `Double` holds
+    /// only whole numbers and Swift writes an exponent).
+    private static func rate(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 0x1p53 ? String(Int64(value)) : "\(value)"
     }
 
     /// The C range (a preferred rate of 0 means the maximum).

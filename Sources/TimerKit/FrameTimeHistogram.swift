@@ -5,13 +5,15 @@
 /// power of two is split into 128 buckets, so a bucket's width is less than
 /// 1/128 (0.8 %) of its values. A percentile is reported as its bucket's
 /// lowest value, except in the buckets of the smallest and the largest time
-/// recorded, which report those times: a run of equal frame times, or of a
-/// steady time and one hitch, reports them exactly. Times from 255 × 2^33 ns
-/// (36 minutes) up share the last bucket.
+/// recorded, which report those times (a bucket that holds both reports the
+/// smallest, but for the top rank): a run of equal frame times, or of a
+/// steady time and one hitch more than a bucket longer, reports them
+/// exactly. The buckets reach `Int64.max` (55 powers of two above 256 ns), so
+/// every time is within a bucket.
 struct FrameTimeHistogram: Sendable {
     private static let exactBelow: Int64 = 256
     private static let subBuckets = 128
-    private static let octaves = 33
+    private static let octaves = 55
     static let bucketCount = 256 + octaves * 128
 
     private(set) var counts: [UInt32]
@@ -61,9 +63,9 @@ struct FrameTimeHistogram: Sendable {
             guard seen >= rank else { continue }
             // The extremes are known exactly: the smallest time is the first
             // in its bucket, the largest the last in its own.
-            let first = seen - UInt64(bucketCount) + 1
+            // A bucket that holds both gives the smallest below the top rank.
             let holdsLargest = index == Self.bucket(of: largest)
-            if index == Self.bucket(of: smallest) && (rank == first || !holdsLargest) { return smallest }
+            if index == Self.bucket(of: smallest) && (rank < count || !holdsLargest) { return smallest }
             if holdsLargest { return largest }
             return Self.lowestValue(of: index)
         }

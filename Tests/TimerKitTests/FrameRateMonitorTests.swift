@@ -110,6 +110,75 @@ struct FrameRateMonitorTests {
         #expect(summary.frameTimeMax == .milliseconds(20))
     }
 
+    @Test("an adaptive ticker's frames: the monitor's drops are the ticker's, across its steps down and up")
+    func adaptiveTickerDrops() throws {
+        let loop = try TimerLoop.manual()
+        struct Record {
+            var monitor: FrameRateMonitor
+            var late: FrameRateMonitor  // from 1.6 s, after the heavy work
+            var tickerDrops: UInt64 = 0  // of the frames after the first
+            var lateTickerDrops: UInt64 = 0
+            var frames = 0
+            var lateFrames = 0
+            var durations: Set<Duration> = []
+        }
+        let record = Locked(Record(
+            monitor: try FrameRateMonitor(framesPerSecond: 60, window: .seconds(100)),
+            late: try FrameRateMonitor(framesPerSecond: 60, window: .seconds(100))))
+        let range = FrameRateRange(minimum: 30, maximum: 60, preferred: 60)
+        let ticker = try FrameTicker(on: loop, rate: range) { _, frame in
+            record.withLock { record in
+                record.monitor.record(frame)
+                if record.frames > 0 { record.tickerDrops += frame.droppedFrames }
+                record.frames += 1
+                record.durations.insert(frame.duration)
+                if frame.timestamp >= MonotonicClock.Instant(offset: .milliseconds(1600)) {
+                    record.late.record(frame)
+                    if record.lateFrames > 0 { record.lateTickerDrops += frame.droppedFrames }
+                    record.lateFrames += 1
+                }
+            }
+            // 20 ms of work a frame for the first 1.5 s, then 1 ms: the
+            // ticker steps down to 30 Hz, then back up to 60.
+            let work: Duration = frame.timestamp < MonotonicClock.Instant(offset: .milliseconds(1500))
+                ? .milliseconds(20) : .milliseconds(1)
+            try? loop.setManualTime(to: loop.now(.monotonic) + work)
+        }
+        try loop.advance(by: .seconds(8))
+        ticker.invalidate()
+        let result = record.value
+        // Both rates ran (30 Hz on the 60 Hz grid: two of its periods).
+        #expect(result.durations == [.nanoseconds(16_666_667), .nanoseconds(33_333_334)])
+        #expect(result.tickerDrops > 0)
+        #expect(try #require(result.monitor.summary).droppedFrames == result.tickerDrops)
+        // From 1.6 s no frame was dropped; the step up is not a drop or a hitch.
+        #expect(result.lateTickerDrops == 0)
+        let late = try #require(result.late.summary)
+        #expect(late.droppedFrames == 0)
+        #expect(late.hitchMillisecondsPerSecond == 0)
+    }
+
+    @Test("a ticker frame's hitch is its time beyond one of the grid steps it spans")
+    func tickerFrameHitch() throws {
+        let loop = try TimerLoop.manual()
+        let monitor = Locked(try FrameRateMonitor(framesPerSecond: 100, window: .seconds(100)))
+        let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 100)) { _, frame in
+            monitor.withLock { _ = $0.record(frame) }
+            // The third frame's action runs 25 ms: two grid points pass.
+            if frame.index == 2 { try? loop.setManualTime(to: loop.now(.monotonic) + .milliseconds(25)) }
+        }
+        try loop.advance(by: .milliseconds(100))
+        ticker.invalidate()
+        let summary = try #require(monitor.value.summary)
+        // Frames at 10, 20, 30, then 60 (40 and 50 dropped), 70, 80, 90, 100 ms.
+        #expect(summary.frames == 7)
+        #expect(summary.elapsed == .milliseconds(90))
+        #expect(summary.droppedFrames == 2)
+        #expect(summary.frameTimeMax == .milliseconds(30))
+        // 20 ms beyond one 10 ms step, over 90 ms.
+        #expect(summary.hitchMillisecondsPerSecond == 20.0 / 0.09)
+    }
+
     @Test("going back in time, or restart(), starts a new window without a hitch")
     func restarts() throws {
         var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .milliseconds(100))
@@ -189,11 +258,60 @@ struct FrameRateMonitorTests {
         #expect(throws: TimerError.self) { try FrameRateMonitor(framesPerSecond: .nan) }
     }
 
+    @Test("percentiles of frame times past 36 minutes are within a bucket too")
+    func longFrameTimes() {
+        var histogram = FrameTimeHistogram()
+        let big = Int64(255) << 33
+        let values = [big - 1, big, big + 1_000_000_000, 2 * big, 3 * big]
+        for value in values { histogram.record(value) }
+        for (p, exact) in [(0.2, values[0]), (0.4, values[1]), (0.6, values[2]), (0.8, values[3]), (1.0, values[4])] {
+            let reported = histogram.percentile(p)!
+            #expect(abs(reported - exact) <= exact / 128, "p\(p): exact \(exact), reported \(reported)")
+        }
+    }
+
+    @Test("a bucket that holds both the smallest and the largest time reports the smallest below the top rank")
+    func sharedExtremes() throws {
+        var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .seconds(100))
+        var time: Int64 = 0
+        monitor.record(MonotonicClock.Instant(offset: .zero))
+        for frame in 0..<100 {
+            time += frame == 40 ? 10_020_000 : 10_000_000  // one frame 20 µs (0.2 %) long
+            monitor.record(MonotonicClock.Instant(offset: .nanoseconds(time)))
+        }
+        let summary = try #require(monitor.summary)
+        #expect(summary.frameTimeP50 == .milliseconds(10))
+        #expect(summary.frameTimeP95 == .milliseconds(10))
+        #expect(summary.frameTimeP99 == .milliseconds(10))
+        #expect(summary.frameTimeMax == .nanoseconds(10_020_000))
+    }
+
+    @Test("a reading's description never traps, however large its figures")
+    func hugeDescription() {
+        let reading = FrameRateMonitor.Reading(
+            frames: 1, elapsed: .nanoseconds(1), framesPerSecond: 1e19, frameTimeP50: .zero,
+            frameTimeP95: .zero, frameTimeP99: .seconds(Int64.max), frameTimeMax: .zero, droppedFrames: .max,
+            hitchMillisecondsPerSecond: -1e300, grade: .critical)
+        #expect(reading.description
+            == "1e+19 fps, p99 9223372036854.8 ms, 18446744073709551615 dropped, hitch -1e+300 ms/s (critical)")
+        #expect(FrameRateMonitor.Reading.fixed(0x1p53 / 10 - 1, 1) == "900719925474098.2")
+    }
+
+    @Test("a range describes its rates as its doc shows")
+    func rangeDescription() {
+        #expect(FrameRateRange(minimum: 30, maximum: 120, preferred: 60).description == "30–120 fps, preferring 60")
+        #expect(FrameRateRange(fixed: 60).description == "60 fps")
+        #expect(FrameRateRange(minimum: 24, maximum: 59.94).description == "24–59.94 fps")
+        #expect(FrameRateRange(fixed: .nan).description == "nan fps")
+    }
+
     @Test("histogram buckets hold their values, and percentiles are within a bucket of exact")
     func histogramPrecision() {
         var generator = SeededGenerator(seed: testSeed())
         for _ in 0..<5_000 {
-            let value = generator.within(0...(Int64(1) << 40))
+            // Every time a frame can take, up to Int64.max ns.
+            let value = generator.chance(50)
+                ? generator.within(0...(Int64(1) << 40)) : generator.within(0...Int64.max)
             let bucket = FrameTimeHistogram.bucket(of: value)
             let low = FrameTimeHistogram.lowestValue(of: bucket)
             #expect(low <= value)
