@@ -9,8 +9,8 @@ import CTimerCore
 /// fall on the finest grid. The ticker starts at the rung nearest the
 /// preferred rate (of two equally near, the faster: 60 for 50 in 30…120).
 /// When the range offers more than one rung, it adapts once per second of
-/// frames: one rung down when more than a tenth of the window's frames were
-/// dropped, one rung up (never above the rung it started at) when none was
+/// frames: one rung down when more than a tenth of the window's grid points
+/// (frames delivered and dropped) were dropped, one rung up (never above the rung it started at) when none was
 /// and the longest callback took at most half of the faster rung's period.
 ///
 /// Periods are whole nanoseconds (see ``FrameTicker/frameDuration``).
