@@ -21,6 +21,10 @@
 /// deadline or a delay with a part of a nanosecond is served at the next
 /// whole nanosecond, never before.
 ///
+/// Arithmetic on instants saturates at the ends of `Duration`'s range
+/// (about ±5.4 × 10^12 years) instead of trapping: an instant that far out
+/// is, for every clock, never.
+///
 /// `Clock` only names the clock: it is not stored.
 public struct ClockInstant<Clock>: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
     /// Time since the clock's origin: boot for the monotonic and boot clocks,
@@ -33,16 +37,20 @@ public struct ClockInstant<Clock>: InstantProtocol, Hashable, Sendable, CustomSt
         self.offset = offset
     }
 
-    /// The instant `duration` later.
+    /// The instant `duration` later (saturating).
     @inlinable
     public func advanced(by duration: Duration) -> Self {
-        Self(offset: offset + duration)
+        let (sum, overflow) = offset.attoseconds.addingReportingOverflow(duration.attoseconds)
+        guard overflow else { return Self(offset: Duration(attoseconds: sum)) }
+        return Self(offset: Duration(attoseconds: duration.attoseconds > 0 ? .max : .min))
     }
 
-    /// The time from this instant to `other`.
+    /// The time from this instant to `other` (saturating).
     @inlinable
     public func duration(to other: Self) -> Duration {
-        other.offset - offset
+        let (difference, overflow) = other.offset.attoseconds.subtractingReportingOverflow(offset.attoseconds)
+        guard overflow else { return Duration(attoseconds: difference) }
+        return Duration(attoseconds: other.offset > offset ? .max : .min)
     }
 
     /// Whether `lhs` comes before `rhs`.
@@ -57,16 +65,18 @@ public struct ClockInstant<Clock>: InstantProtocol, Hashable, Sendable, CustomSt
         lhs.advanced(by: rhs)
     }
 
-    /// The instant `rhs` before `lhs`.
+    /// The instant `rhs` before `lhs` (saturating).
     @inlinable
     public static func - (lhs: Self, rhs: Duration) -> Self {
-        lhs.advanced(by: .zero - rhs)
+        let (difference, overflow) = lhs.offset.attoseconds.subtractingReportingOverflow(rhs.attoseconds)
+        guard overflow else { return Self(offset: Duration(attoseconds: difference)) }
+        return Self(offset: Duration(attoseconds: rhs.attoseconds < 0 ? .max : .min))
     }
 
-    /// The time from `rhs` to `lhs`.
+    /// The time from `rhs` to `lhs` (saturating).
     @inlinable
     public static func - (lhs: Self, rhs: Self) -> Duration {
-        lhs.offset - rhs.offset
+        rhs.duration(to: lhs)
     }
 
     /// `"<clock> + <offset>"`, for example `"BootClock + 12.5 seconds"`.

@@ -145,4 +145,45 @@ struct ClockInstantTests {
         #expect(a.advanced(by: .zero) == a)
         #expect(b.description == "BootClock + 11.5 seconds")
     }
+
+    @Test("arithmetic saturates at the ends of Duration's range instead of trapping")
+    func saturation() {
+        let longest = Duration(attoseconds: .max)
+        let shortest = Duration(attoseconds: .min)
+        let late = MonotonicClock.Instant(offset: .seconds(1))
+        let early = MonotonicClock.Instant(offset: .seconds(-1))
+        #expect((late + longest).offset == longest)
+        #expect(late.advanced(by: longest).offset == longest)
+        #expect((early + shortest).offset == shortest)
+        #expect((early - longest).offset == shortest)
+        #expect((late - shortest).offset == longest)
+        let end = MonotonicClock.Instant(offset: longest)
+        let start = MonotonicClock.Instant(offset: shortest)
+        #expect(end - start == longest)
+        #expect(start - end == shortest)
+        #expect(start.duration(to: end) == longest)
+        #expect(end.duration(to: start) == shortest)
+        // Within the range, exact as before.
+        #expect((end - .seconds(1)) + .seconds(1) == end)
+    }
+
+    @Test("sleeps and runs for the longest Durations neither trap nor end early")
+    func longestSleeps() async throws {
+        let longest = Duration(attoseconds: .max)
+        // A real sleep that long is cancelled: it throws, no trap.
+        let sleeper = Task { try await MonotonicClock().sleep(for: longest, tolerance: longest) }
+        let boot = Task { try await Task.sleep(for: longest, clock: BootClock()) }
+        sleeper.cancel()
+        boot.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        await #expect(throws: CancellationError.self) { try await boot.value }
+        // On a manual clock, a sleep for the shortest ends at once.
+        let clock = try ManualClock(start: ManualClock.Instant(offset: .seconds(-1)))
+        try await clock.sleep(for: Duration(attoseconds: .min))
+        // A manual run for the longest moves time to the clock's end (the
+        // nanosecond before its last instant, which never comes).
+        let loop = try TimerLoop.manual(startingAt: .seconds(1))
+        try loop.run(for: longest)
+        #expect(loop.now(.monotonic).nanoseconds == Int64.max - 1)
+    }
 }
