@@ -65,15 +65,12 @@ public final class QueueTimer: Sendable {
     /// loop.
     ///
     /// - Throws: ``TimerError/system(_:)`` if the shared loop or its thread
-    ///   could not be started.
+    ///   could not be started (a later call tries again).
     public init(queue: DispatchQueue, loop: TimerLoop? = nil) throws(TimerError) {
         if let loop {
             core = QueueTimerCore(loop: loop, queue: queue)
         } else {
-            switch SleepService.shared.loop {
-            case .success(let shared): core = QueueTimerCore(loop: shared, queue: queue)
-            case .failure(let error): throw error
-            }
+            core = QueueTimerCore(loop: try SleepService.shared.loop(), queue: queue)
         }
     }
 

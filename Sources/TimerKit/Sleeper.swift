@@ -174,18 +174,35 @@ final class SleepService: Sendable {
         }
     }
 
-    /// The loop, or why it could not be started.
-    let loop: Result<TimerLoop, TimerError>
+    /// Makes the loop.
+    private let makeLoop: @Sendable () throws(TimerError) -> TimerLoop
+    /// How its thread runs the loop.
+    private let run: @Sendable (TimerLoop) -> Int32
+    /// The loop, once started.
+    private let started = ThreadLocked<TimerLoop?>(nil)
 
-    /// A service whose thread runs its loop with `run` (tests pass one that
-    /// fails).
-    init(run: @escaping @Sendable (TimerLoop) -> Int32) {
-        do throws(TimerError) {
-            let loop = try TimerLoop()
+    /// A service whose thread runs the loop `makeLoop` makes with `run`
+    /// (tests pass ones that fail). Nothing starts until a sleep, a tick or
+    /// a queue timer needs the loop.
+    init(
+        makeLoop: @escaping @Sendable () throws(TimerError) -> TimerLoop = { () throws(TimerError) in try TimerLoop() },
+        run: @escaping @Sendable (TimerLoop) -> Int32
+    ) {
+        self.makeLoop = makeLoop
+        self.run = run
+    }
+
+    /// The loop, started by the first call that needs it. A start that fails
+    /// (out of descriptors, say) throws, and the next call tries again, so a
+    /// passing shortage does not leave the process without sleeps. A loop
+    /// whose run failed stays: its failure is what its waiters are told.
+    func loop() throws(TimerError) -> TimerLoop {
+        try started.withLock { (started) throws(TimerError) -> TimerLoop in
+            if let started { return started }
+            let loop = try makeLoop()
             try LoopThread.start(loop, run: run)
-            self.loop = .success(loop)
-        } catch {
-            self.loop = .failure(error)
+            started = loop
+            return loop
         }
     }
 
@@ -194,6 +211,6 @@ final class SleepService: Sendable {
     nonisolated(nonsending)
     func sleep(clock: ClockID, until deadline: Int64, tolerance: Duration?) async throws {
         try await Sleeper.sleep(
-            on: loop.get(), clock: clock, until: deadline, tolerance: tolerance)
+            on: loop(), clock: clock, until: deadline, tolerance: tolerance)
     }
 }

@@ -55,7 +55,8 @@ extension KernelClock {
     ///
     /// - Throws: `CancellationError` if the task is cancelled first (the
     ///   sleep's timer leaves the loop at once); ``TimerError`` if TimerKit's
-    ///   sleep loop cannot be started, or stopped because its run failed.
+    ///   sleep loop cannot be started (a later sleep tries again), or
+    ///   stopped because its run failed.
     nonisolated(nonsending)
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try await sleepOnCallersLoop(until: deadline.deadlineNanoseconds, tolerance: tolerance)

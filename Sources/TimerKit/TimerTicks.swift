@@ -84,7 +84,7 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
         if let given = self.loop {
             loop = given
         } else {
-            loop = try SleepService.shared.loop.get()
+            loop = try SleepService.shared.loop()
         }
         return try TickSource(
             loop: loop, interval: interval, tolerance: tolerance, clock: clock, mode: mode)

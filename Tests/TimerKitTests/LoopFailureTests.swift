@@ -104,11 +104,38 @@ struct LoopFailureTests {
         #expect(waitUntil { released == nil }, "the thread still holds the loop")
     }
 
+    @Test("a loop that could not be started is started by the next sleep that needs it")
+    func startIsTriedAgain() async throws {
+        let refusals = Locked(1)
+        let service = SleepService(
+            makeLoop: { () throws(TimerError) in
+                let refused = refusals.withLock { left in
+                    defer { left -= 1 }
+                    return left > 0
+                }
+                if refused {
+                    throw TimerError.system(SystemError(errno: Errno(rawValue: EMFILE), function: "tk_loop_create"))
+                }
+                return try TimerLoop()
+            },
+            run: { tk_loop_run($0.handle, 1 << TK_MODE_DEFAULT, Int64.max, 0) })
+        await #expect(throws: TimerError.system(SystemError(errno: Errno(rawValue: EMFILE), function: "tk_loop_create"))) {
+            try await service.sleep(clock: .monotonic, until: MonotonicClock.now.nanoseconds, tolerance: nil)
+        }
+        // Descriptors free again: the next sleep starts the loop and ends.
+        let deadline = MonotonicClock.now + .milliseconds(2)
+        try await service.sleep(clock: .monotonic, until: deadline.nanoseconds, tolerance: nil)
+        #expect(MonotonicClock.now >= deadline)
+        let loop = try service.loop()
+        #expect(try service.loop() === loop)  // started once
+        loop.stop()
+    }
+
     @Test("sleeps waiting on it fail with the run's error, and so do later ones")
     func sleepsFail() async throws {
         let run = FailingRun(failingWith: ENOMEM)
         let service = SleepService { run.run($0) }
-        let loop = try service.loop.get()
+        let loop = try service.loop()
         defer { loop.stop() }  // the thread that serves its jobs since the failure
         let expected = run.error
 

@@ -17,7 +17,7 @@ struct SharedLoopTests {}
 
 /// The background loop (started on first use).
 func sharedLoop() throws -> TimerLoop {
-    try SleepService.shared.loop.get()
+    try SleepService.shared.loop()
 }
 
 /// Checks what any Clock must do, through the Clock protocol only.
