@@ -30,7 +30,8 @@
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
 #      `fg` brings it back in raw mode, drawing and taking keys; so does going
-#      on after a SIGSTOP during which the terminal was reset; a window
+#      on after a SIGSTOP during which the terminal was reset; its window
+#      closed while it ignores SIGHUP, it quits and says it cannot write; a window
 #      smaller than the screen shows its first lines, cut at the edge, never
 #      scrolled.
 #
@@ -343,6 +344,26 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW
     check "q quits after that, without Enter" wait_for '^program exited with 0$' 10
 else
     fail "the demo runs in raw mode before SIGSTOP ($(tty_modes))"
+fi
+
+# Its window closed under a demo started ignoring SIGHUP (as nohup starts
+# it): the screen can no longer be drawn, so it quits and says why, rather
+# than running on unseen.
+start sh -c 'trap "" HUP; exec "$0" demo --state "$1" 2>"$2"' "$TIMERKIT" "$SIGNAL_STATE" "$WORK/hangup.err"
+if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+    pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+    tmux -L "$SOCKET" kill-server
+    gone=0
+    for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || { gone=1; break; }
+        sleep 0.1
+    done
+    check "its window closed (SIGHUP ignored), the demo quits" test "$gone" -eq 1
+    check "... saying that it cannot write the screen ($(cat "$WORK/hangup.err"))" \
+        grep -qx 'timerkit: cannot write the output: Input/output error' "$WORK/hangup.err"
+    [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
+else
+    fail "the demo runs started ignoring SIGHUP"
 fi
 
 start_sized 80 12 "$TIMERKIT" demo --state "$SIGNAL_STATE"

@@ -26,7 +26,9 @@
 #   docs    scripts/build-docs.sh: the DocC catalogs, warnings as errors
 #   snippets  scripts/check-snippets.sh: every Swift code block of the docs compiles
 #   tsan    swift test --sanitize=thread (build folder $TMPDIR/timerkit-tsan-build)
-#   timerkit  the timerkit command in release: clocks
+#   timerkit  the timerkit command in release: clocks, --help, bad command
+#           lines refused, and output that cannot be written (/dev/full, closed,
+#           a broken pipe) reported with status 1
 #   peers   the Benchmarks/ package (ordo-one/benchmark, SwiftNIO): its
 #           harness tests, and in release timer-peers --quick (its SVG charts
 #           written to build/charts/ and checked with xmllint; at most one
@@ -561,7 +563,65 @@ help_output=$(.build/release/timerkit --help) || help_status=$?
 [ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
     fail "timerkit --help did not print the usage with status 0 (status $help_status)"
 PASSED=$((PASSED + 1))
-end_stage "timerkit ran; --help, and 3 bad command lines refused"
+
+# Output that cannot be written (a full disk, a closed descriptor, a pipe
+# whose reader left while SIGPIPE is ignored) is said once on standard
+# error, with status 1: never a crash, never a silent 0.
+TIMERKIT_SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-stage.XXXXXX")
+# timerkit_write_fails WHY REDIRECTION ARGUMENT...: runs timerkit with its
+# standard output redirected (`full`: /dev/full; `closed`: closed).
+timerkit_write_fails() {
+    local why=$1 redirection=$2 status=0 errors
+    shift 2
+    case $redirection in
+        full) errors=$(.build/release/timerkit "$@" 2>&1 >/dev/full) || status=$? ;;
+        closed) errors=$(.build/release/timerkit "$@" 2>&1 >&-) || status=$? ;;
+    esac
+    [ "$status" -eq 1 ] && [ "$errors" = "timerkit: cannot write the output: $why" ] ||
+        fail "timerkit $* with standard output $redirection: not status 1 and one line saying '$why' (status $status: $errors)"
+    PASSED=$((PASSED + 1))
+}
+FULL="No space left on device"
+timerkit_write_fails "$FULL" full clocks
+timerkit_write_fails "$FULL" full --help
+timerkit_write_fails "$FULL" full fps --help
+timerkit_write_fails "$FULL" full fps --seconds 0.3
+timerkit_write_fails "$FULL" full fps --seconds 0.3 --json
+timerkit_write_fails "$FULL" full demo --print-after 0.2 --state "$TIMERKIT_SCRATCH/demo.state"
+timerkit_write_fails "$FULL" full trusted-time --clocks
+timerkit_write_fails "$FULL" full trusted-time --no-sync --json
+timerkit_write_fails "Bad file descriptor" closed fps --seconds 0.3
+timerkit_write_fails "Bad file descriptor" closed clocks
+# A reader that leaves after 5 bytes: the live line's next write finds the
+# pipe broken, and the run stops there rather than going on for a day (the
+# timeout only ends a run that did not stop).
+pipe_status=0
+bash -c 'trap "" PIPE; timeout -k 10 120 "$0" fps --seconds 86400 2>"$1" | head -c 5 >/dev/null
+    exit "${PIPESTATUS[0]}"' .build/release/timerkit "$TIMERKIT_SCRATCH/pipe.err" || pipe_status=$?
+[ "$pipe_status" -eq 1 ] && [ "$(cat "$TIMERKIT_SCRATCH/pipe.err")" = "timerkit: cannot write the output: Broken pipe" ] ||
+    fail "timerkit fps into a pipe closed early (SIGPIPE ignored): not stopped with status 1 and 'Broken pipe' (status $pipe_status: $(cat "$TIMERKIT_SCRATCH/pipe.err"))"
+PASSED=$((PASSED + 1))
+# Standard error closed or full: the usage error still ends with 64.
+stderr_status=0
+.build/release/timerkit fps --rate 0 2>&- || stderr_status=$?
+[ "$stderr_status" -eq 64 ] || fail "timerkit fps --rate 0 with standard error closed: status $stderr_status, not 64"
+stderr_status=0
+.build/release/timerkit bogus 2>/dev/full || stderr_status=$?
+[ "$stderr_status" -eq 64 ] || fail "timerkit bogus with standard error full: status $stderr_status, not 64"
+stderr_status=0
+.build/release/timerkit clocks >/dev/full 2>&- || stderr_status=$?
+[ "$stderr_status" -eq 1 ] || fail "timerkit clocks with standard output full and standard error closed: status $stderr_status, not 1"
+PASSED=$((PASSED + 3))
+# Written to a file, the lines are whole: each ends with a newline.
+.build/release/timerkit fps --seconds 1.2 >"$TIMERKIT_SCRATCH/fps.out" ||
+    fail "timerkit fps --seconds 1.2 into a file failed"
+[ "$(tail -c 1 "$TIMERKIT_SCRATCH/fps.out" | od -An -c | tr -d ' ')" = '\n' ] &&
+    grep -q '^fps \.\.\.  measuring the first second at 60\.0 Hz$' "$TIMERKIT_SCRATCH/fps.out" &&
+    grep -qE '^done: fps .* over [0-9]+ frames$' "$TIMERKIT_SCRATCH/fps.out" ||
+    fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
+PASSED=$((PASSED + 1))
+rm -rf "$TIMERKIT_SCRATCH"
+end_stage "timerkit ran; --help, 3 bad command lines refused, 11 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

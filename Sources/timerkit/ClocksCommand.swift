@@ -66,7 +66,7 @@ enum ClocksCommand {
             "suspended (BOOTTIME - MONOTONIC):  \(seconds(suspended.saturatingNanoseconds)) s "
                 + "(+/- \(((after - before).saturatingNanoseconds + 1) / 2) ns)")
 
-        print(lines.joined(separator: "\n"))
+        Output.line(lines.joined(separator: "\n"))
         for failure in failures { printError("timerkit clocks: \(failure)") }
         return failures.isEmpty ? 0 : 1
     }

@@ -66,7 +66,7 @@ enum DemoCommand: Subcommand {
                 }
                 options.printAfter = seconds
             case "-h", "--help":
-                print(usage, terminator: "")
+                Output.write(usage)
                 return 0
             default:
                 return usageError("unknown option \(argument)")
@@ -139,7 +139,7 @@ private final class Demo: @unchecked Sendable {
         if let after = options.printAfter {
             try loop.run(for: .milliseconds(Int64(after * 1_000)))
             update()
-            print(lines(ansi: false).joined(separator: "\n"))
+            Output.line(lines(ansi: false).joined(separator: "\n"))
             return exitStatus
         }
         do {
@@ -266,6 +266,12 @@ private final class Demo: @unchecked Sendable {
             screen.codeText = "press s to send a code"
         }
         terminal?.draw(lines(ansi: true))
+        // A screen that cannot be drawn (the terminal gone, with SIGHUP
+        // ignored) is quit, as with q: the run does not go on unseen.
+        if terminal != nil, Output.failed, !screen.quit {
+            screen.quit = true
+            loop.stop()
+        }
     }
 
     private func lines(ansi: Bool) -> [String] {

@@ -65,7 +65,7 @@ enum FpsCommand: Subcommand {
             case "--json":
                 options.json = true
             case "-h", "--help":
-                print(usage, terminator: "")
+                Output.write(usage)
                 return 0
             default:
                 return usageError("unknown option \(argument)")
@@ -109,12 +109,12 @@ private final class FpsRun: @unchecked Sendable {
         try loop.run(for: .nanoseconds(Int64(options.seconds * 1e9)))
         let summary = monitor.summary
         if options.json {
-            print(json(summary, ticker: ticker).renderLine())
+            Output.line(json(summary, ticker: ticker).renderLine())
         } else {
             // The line wraps again for the summary, which is never cut.
             terminal?.showStatus("")
             terminal?.close()
-            print("done: \(summary.map { line($0) } ?? "no frame time measured") over \(ticker.frameCount) frames")
+            Output.line("done: \(summary.map { line($0) } ?? "no frame time measured") over \(ticker.frameCount) frames")
         }
         return 0
     }
@@ -152,9 +152,12 @@ private final class FpsRun: @unchecked Sendable {
         if let terminal {
             terminal.showStatus(text)
         } else {
-            // Written straight to the descriptor, as the status line is.
-            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            // A line at a time, as they come.
+            Output.line(text)
         }
+        // Nobody sees the frames any more: a failed write (a full disk, a
+        // pipe whose reader left, with SIGPIPE ignored) ends the run early.
+        if Output.failed { loop.stop() }
     }
 
     private func json(_ summary: FrameRateMonitor.Reading?, ticker: FrameTicker) -> JSON {

@@ -111,7 +111,7 @@ final class Terminal {
     }
 
     private func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        Output.write(text)
     }
 }
 

@@ -84,7 +84,7 @@ enum TrustedTimeCommand: Subcommand {
             case "--json": options.json = true
             case "--clocks": options.clocksOnly = true
             case "-h", "--help":
-                print(usage, terminator: "")
+                Output.write(usage)
                 return 0
             default:
                 return usageError("unknown option \(argument)")
@@ -198,10 +198,10 @@ enum TrustedTimeCommand: Subcommand {
         }
 
         if options.json {
-            print(JSON.object(fields).renderLine())
+            Output.line(JSON.object(fields).renderLine())
         } else {
             for (name, value) in fields {
-                print("\(name): \(value.renderLine())")
+                Output.line("\(name): \(value.renderLine())")
             }
         }
         return failed ? 1 : 0
@@ -212,7 +212,7 @@ enum TrustedTimeCommand: Subcommand {
         let bootBefore = readings.boot
         let wall = readings.wall
         let bootAfter = readings.boot
-        print(
+        Output.line(
             JSON.object([
                 ("boot_ns", .int(bootBefore.offset.saturatingNanoseconds)),
                 ("wall_ns", .int(wall.saturatingNanoseconds)),

@@ -55,11 +55,12 @@ func runCommand(_ arguments: [String]) -> Int32 {
     case "fps":
         return FpsCommand.run(arguments.dropFirst())
     case "-h", "--help", "help":
-        print(usage, terminator: "")
+        Output.write(usage)
         return 0
     default:
         return refuse("unknown command \(command)")
     }
 }
 
-exit(runCommand(Array(CommandLine.arguments.dropFirst())))
+Output.reserveStandardDescriptors()
+exit(Output.finish(runCommand(Array(CommandLine.arguments.dropFirst()))))
