@@ -15,7 +15,8 @@
 #   2. --json prints one summary object with every field, at the rate given;
 #   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
 #      first drop at least one grid point, which the summary counts;
-#   4. spikes on 100 % of the frames are all counted;
+#   4. spikes on 100 % of the frames are all counted; a seed up to 2^64 - 1
+#      is echoed as given;
 #   5. bad options are refused with status 64 and a message, never a crash.
 #
 # Environment:
@@ -125,6 +126,8 @@ json_check "30 ms of work at 60 Hz drops a grid point at every frame, and the su
     "s['frames'] >= 2 and s['dropped'] >= s['frames'] - 1 and s['ticker_dropped'] >= s['frames'] - 1 and s['frame_time_p50_ms'] >= 33.3 and s['hitch_ms_per_s'] > 10 and s['grade'] == 'critical'"
 json_check "spikes on every frame are all counted" --rate 50 --seconds 1 --jank 100 --spike-ms 25 -- \
     "s['spikes'] == s['frames'] and s['dropped'] >= s['frames'] - 1"
+json_check "a seed above Int64.max is echoed as the unsigned number it is" \
+    --rate 50 --seconds 0.2 --seed 18446744073709551615 -- "s['seed'] == 18446744073709551615"
 
 # --- 5: bad options ------------------------------------------------------------------
 

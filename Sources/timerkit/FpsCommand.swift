@@ -168,7 +168,7 @@ private final class FpsRun: @unchecked Sendable {
             ("work_ms", .number(options.workMilliseconds, digits: 3)),
             ("jank_percent", .number(options.jankPercent, digits: 3)),
             ("spike_ms", .number(options.spikeMilliseconds, digits: 3)),
-            ("seed", .int(Int64(bitPattern: options.seed))),
+            ("seed", .uint(options.seed)),
             ("frames", .int(Int64(ticker.frameCount))),
             ("spikes", .int(Int64(spikes))),
             ("ticker_dropped", .int(Int64(ticker.droppedFrameCount))),

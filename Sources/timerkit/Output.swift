@@ -133,6 +133,8 @@ func micros(_ nanoseconds: Int64) -> String {
 /// A JSON value with its object keys in the order given.
 indirect enum JSON: Sendable {
     case int(Int64)
+    /// A whole number that may exceed `Int64.max`, such as a seed.
+    case uint(UInt64)
     /// A number written with `digits` decimals.
     case number(Double, digits: Int)
     case string(String)
@@ -145,6 +147,7 @@ indirect enum JSON: Sendable {
     func renderLine() -> String {
         switch self {
         case .int(let value): String(value)
+        case .uint(let value): String(value)
         case .number(let value, let digits): value.isFinite ? String(format: "%.\(digits)f", value) : "null"
         case .string(let value): JSON.quote(value)
         case .bool(let value): value ? "true" : "false"
