@@ -376,7 +376,11 @@ if wait_for '^Frames       ' && sleep 1; then
     tmux -L "$SOCKET" resize-window -t term -x 20 -y 5
     sleep 1
     check "in a 20x5 window the first rows show, not the last ($(screen | sed -n 5p))" \
-        test "$(screen | head -n 1)" = "TimerKit demo   q q" -a "$(screen | sed -n 5p | cut -c1-5)" = "Badge"
+        test "$(screen | sed -n 5p | cut -c1-5)" = "Badge"
+    # Each line is its first 20 columns: none of its end written over the
+    # last column, nor the last column left blank.
+    check "... each cut cleanly to the 20 columns ($(screen | head -n 1))" \
+        test "$(screen | head -n 1)" = "TimerKit demo   q qu" -a "$(screen | sed -n 5p)" = "Badge        refresh"
     tmux -L "$SOCKET" resize-window -t term -x 80 -y 12
     keys q
     check "q quits the small window" wait_for '^program exited with 0$' 10

@@ -8,8 +8,8 @@
 #   1. in a terminal, the line updates in place: one line, whose frame count
 #      grows, showing fps, p99 frame time, dropped frames and hitch time
 #      with a grade; at the end it says "done" and the program exits 0;
-#      in a window narrower than the line, the line keeps to one row (cut at
-#      the edge) and the summary wraps whole; Ctrl-C ends it with line wrap
+#      in a window narrower than the line (40 and 20 columns), the line keeps
+#      to one row, cut cleanly to the width, and the summary wraps whole; Ctrl-C ends it with line wrap
 #      back on and the shell's prompt on a line of its own, unless it was
 #      started ignoring SIGINT;
 #   2. --json prints one summary object with every field, at the rate given;
@@ -63,10 +63,25 @@ start_sized 40 10 "$TIMERKIT" fps --rate 60 --seconds 3
 if wait_for '^fps [0-9]' 10; then
     rows=$(screen | grep -c -v '^$' || true)
     check "in a 40-column window the line takes one row ($rows; $(screen | grep -v '^$' | head -n 1))" test "$rows" -eq 1
+    # Cut cleanly: the first 40 columns of the line, not its end written
+    # over the last column. (The whole line is longer than 40 columns, so
+    # its closing parenthesis never shows.)
+    row=$(screen | grep -m 1 '^fps ' || true)
+    check "in a 40-column window the line is its first 40 columns ($row)" test "${#row}" -le 40 -a \
+        -n "$(grep -E '^fps [0-9]+\.[0-9]  p99 [0-9]+\.[0-9] ms  dropped [0-9]+ +[a-z]*$' <<<"$row")"
 else
     fail "the line shows in a 40-column window"
 fi
 check "the summary wraps whole in the narrow window" wait_for '^hitch [0-9]+\.[0-9] ms/s .* over [0-9]+ frames$' 10
+
+start_sized 20 10 "$TIMERKIT" fps --rate 60 --seconds 3
+if wait_for '^fps [0-9]' 10; then
+    row=$(screen | grep -m 1 '^fps ' || true)
+    check "in a 20-column window the line is its first 20 columns ($row)" test "${#row}" -le 20 -a \
+        -n "$(grep -E '^fps [0-9]+\.[0-9]  p99 [0-9.]+( m?)?$' <<<"$row")"
+else
+    fail "the line shows in a 20-column window"
+fi
 
 # Started ignoring SIGINT (as a shell starts a background job): Ctrl-C
 # leaves it running, as it left it before it had handlers.

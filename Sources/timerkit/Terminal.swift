@@ -14,9 +14,10 @@ import TimerKit
 /// A screen (``Mode/screen``, `timerkit demo`) takes raw keys in (one at a
 /// time, unechoed, Ctrl-C included, never blocking) and draws whole screens
 /// out, with the cursor hidden. A status line (``Mode/statusLine``,
-/// `timerkit fps`) only rewrites one line in place. Both turn off the
-/// terminal's line wrap, so that a line wider than the window is cut at
-/// its edge instead of taking more rows.
+/// `timerkit fps`) only rewrites one line in place. Both cut a line wider
+/// than the window at its edge, to the window's width (read for each line
+/// drawn, so a resize counts), and turn off the terminal's line wrap as
+/// well, so that a line never takes more rows.
 final class Terminal {
     enum Mode {
         /// Raw keys in, whole screens out: standard input and output must be a terminal.
@@ -98,16 +99,58 @@ final class Terminal {
     /// them, so it shows the first lines. The cursor is left on the last
     /// line's row.
     func draw(_ lines: [String]) {
+        let width = Self.width()
         var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
         for (row, line) in lines.enumerated().reversed() {
-            text += "\u{1B}[\(row + 1);1H" + line + "\u{1B}[K"
+            let (cut, fillsRow) = Self.cut(line, to: width)
+            // The rest of the row cleared, unless the line reaches its last
+            // column: the cursor stays there, and the clear would take it.
+            text += "\u{1B}[\(row + 1);1H" + cut + (fillsRow ? "" : "\u{1B}[K")
         }
         write(text + "\u{1B}[\(max(lines.count, 1));1H")
     }
 
     /// Rewrites the status line: the cursor's row, from its first column.
     func showStatus(_ line: String) {
-        write("\r\u{1B}[K" + line)
+        write("\r\u{1B}[K" + Self.cut(line, to: Self.width()).text)
+    }
+
+    /// The window's width in columns; nil if the terminal does not say.
+    private static func width() -> Int? {
+        var size = winsize()
+        let result = withUnsafeMutablePointer(to: &size) { ioctl(1, UInt(TIOCGWINSZ), $0) }
+        return result == 0 && size.ws_col > 0 ? Int(size.ws_col) : nil
+    }
+
+    /// `line` cut after its first `width` characters (all of it without a
+    /// width), keeping every escape sequence (`ESC [ ... final`), so that a
+    /// style the line turns off is still turned off; and whether the line
+    /// reaches the last column. (A character counts one column: the lines
+    /// drawn are ASCII.)
+    static func cut(_ line: String, to width: Int?) -> (text: String, fillsRow: Bool) {
+        guard let width else { return (line, false) }
+        var text = String.UnicodeScalarView()
+        var shown = 0
+        var inEscape = false
+        var afterEscape = false
+        for scalar in line.unicodeScalars {
+            if afterEscape {
+                afterEscape = false
+                inEscape = scalar == "["
+                text.append(scalar)
+            } else if inEscape {
+                // Parameters and intermediates up to a final byte, @ to ~.
+                inEscape = !(0x40...0x7E).contains(scalar.value)
+                text.append(scalar)
+            } else if scalar == "\u{1B}" {
+                afterEscape = true
+                text.append(scalar)
+            } else if shown < width {
+                shown += 1
+                text.append(scalar)
+            }
+        }
+        return (String(text), shown >= width)
     }
 
     private func write(_ text: String) {
