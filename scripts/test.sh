@@ -557,7 +557,26 @@ timerkit_refuses() {
 }
 timerkit_refuses "no command given"
 timerkit_refuses "unknown command bogus" bogus
-timerkit_refuses "clocks takes no arguments (got --json)" clocks --json
+# A subcommand refuses with `timerkit NAME: why` and its own usage.
+subcommand_refuses() {
+    local why=$1 status=0 output
+    shift
+    output=$(.build/release/timerkit "$@" 2>&1) || status=$?
+    if [ "$status" -ne 64 ] || ! grep -qx "timerkit $1: $why" <<<"$output" ||
+        ! grep -qx "usage: timerkit $1.*" <<<"$output"; then
+        fail "timerkit $* was not refused with 64, 'timerkit $1: $why' and its usage (status $status: $output)"
+    fi
+    PASSED=$((PASSED + 1))
+}
+subcommand_refuses "unknown option --json" clocks --json
+subcommand_refuses "unknown option now" clocks now --help
+for help in --help -h; do
+    help_status=0
+    help_output=$(.build/release/timerkit clocks "$help") || help_status=$?
+    [ "$help_status" -eq 0 ] && [ "$(head -n 1 <<<"$help_output")" = "usage: timerkit clocks" ] ||
+        fail "timerkit clocks $help did not print its usage with status 0 (status $help_status: $help_output)"
+    PASSED=$((PASSED + 1))
+done
 help_status=0
 help_output=$(.build/release/timerkit --help) || help_status=$?
 [ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
@@ -585,6 +604,7 @@ FULL="No space left on device"
 timerkit_write_fails "$FULL" full clocks
 timerkit_write_fails "$FULL" full --help
 timerkit_write_fails "$FULL" full fps --help
+timerkit_write_fails "$FULL" full clocks --help
 timerkit_write_fails "$FULL" full fps --seconds 0.3
 timerkit_write_fails "$FULL" full fps --seconds 0.3 --json
 timerkit_write_fails "$FULL" full demo --print-after 0.2 --state "$TIMERKIT_SCRATCH/demo.state"
@@ -621,7 +641,7 @@ PASSED=$((PASSED + 3))
     fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
 PASSED=$((PASSED + 1))
 rm -rf "$TIMERKIT_SCRATCH"
-end_stage "timerkit ran; --help, 3 bad command lines refused, 11 unwritable outputs reported, standard error closed or full"
+end_stage "timerkit ran; --help and clocks --help, 4 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

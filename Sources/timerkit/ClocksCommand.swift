@@ -6,8 +6,29 @@ import TrustedTime
 /// TimerKit's clocks and through the C core (tk_clock_now,
 /// tk_clock_resolution), the boot id, this thread's timer slack and the time
 /// spent suspended.
-enum ClocksCommand {
-    static func run() -> Int32 {
+enum ClocksCommand: Subcommand {
+    static let name = "clocks"
+
+    static let usage = """
+        usage: timerkit clocks
+
+          Prints every clock's reading and resolution, through TimerKit's clocks and through
+          the C core (tk_clock_now, tk_clock_resolution), the boot id, this thread's timer
+          slack, and BOOTTIME - MONOTONIC (the time spent suspended). It takes no options.
+
+        """
+
+    static func run(_ arguments: ArraySlice<String>) -> Int32 {
+        // As the other commands read theirs: the first one decides.
+        if let argument = arguments.first {
+            guard argument == "-h" || argument == "--help" else { return usageError("unknown option \(argument)") }
+            Output.write(usage)
+            return 0
+        }
+        return printClocks()
+    }
+
+    private static func printClocks() -> Int32 {
         var failures: [String] = []
         var lines: [String] = []
 

@@ -18,6 +18,7 @@ let usage = """
                                  [--state FILE] [--json]
            timerkit trusted-time --no-sync [--state FILE] [--json]
            timerkit trusted-time --clocks
+           timerkit COMMAND --help           the command's own usage
 
       clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
                boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
@@ -44,10 +45,7 @@ func runCommand(_ arguments: [String]) -> Int32 {
     guard let command = arguments.first else { return refuse("no command given") }
     switch command {
     case "clocks":
-        guard arguments.count == 1 else {
-            return refuse("clocks takes no arguments (got \(arguments.dropFirst().joined(separator: " ")))")
-        }
-        return ClocksCommand.run()
+        return ClocksCommand.run(arguments.dropFirst())
     case "trusted-time":
         return TrustedTimeCommand.run(arguments.dropFirst())
     case "demo":
