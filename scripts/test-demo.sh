@@ -23,9 +23,9 @@
 #      monitor shows the measured fps, p99 frame time, drops and hitches,
 #      also during the drag;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
-#      true time left; bad options, a corrupt state file, an unwritable state
-#      file and a missing terminal (standard input or output) give clear
-#      messages, never a crash;
+#      true time left; bad options (values out of range too), a corrupt
+#      state file, an unwritable state file and a missing terminal (standard
+#      input or output) give clear messages, never a crash;
 #   8. the ways out a program sees put the terminal back (cooked mode, the
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
@@ -244,6 +244,17 @@ status=0
 out=$("$TIMERKIT" demo --sale-seconds -5 2>&1) || status=$?
 check "a negative --sale-seconds is a usage error (status $status)" \
     test "$status" -eq 64 -a -n "$(grep -F -- '--sale-seconds needs a whole number of seconds' <<<"$out")"
+# Out of the documented ranges: refused, never clamped to another value.
+for option in "--sale-seconds 9999999999999" "--sale-seconds 31536001" \
+    "--code-seconds 9223372036854775807" "--code-seconds 86401" "--print-after 86401"; do
+    status=0
+    # shellcheck disable=SC2086 # the option and its value
+    out=$("$TIMERKIT" demo $option 2>&1) || status=$?
+    check "$option is out of range: a usage error (status $status; $(head -n 1 <<<"$out"))" \
+        test "$status" -eq 64 -a -n "$(grep -E -- "^timerkit demo: ${option% *} needs .*, [01] to [0-9]+" <<<"$out")"
+done
+out=$("$TIMERKIT" demo --print-after 0.2 --sale-seconds 31536000 --code-seconds 86400 --state "$WORK/print.state" 2>&1 || true)
+check "the longest sale and cooldown are taken" grep -qE '^Flash sale   starts in 87(59:59:59|60:00:00)$' <<<"$out"
 status=0
 out=$("$TIMERKIT" demo --state "$WORK/print.state" </dev/null 2>&1) || status=$?
 check "without a terminal, a clear message (status $status)" \

@@ -562,7 +562,7 @@ subcommand_refuses() {
     local why=$1 status=0 output
     shift
     output=$(.build/release/timerkit "$@" 2>&1) || status=$?
-    if [ "$status" -ne 64 ] || ! grep -qx "timerkit $1: $why" <<<"$output" ||
+    if [ "$status" -ne 64 ] || ! grep -Fqx -- "timerkit $1: $why" <<<"$output" ||
         ! grep -qx "usage: timerkit $1.*" <<<"$output"; then
         fail "timerkit $* was not refused with 64, 'timerkit $1: $why' and its usage (status $status: $output)"
     fi
@@ -570,6 +570,14 @@ subcommand_refuses() {
 }
 subcommand_refuses "unknown option --json" clocks --json
 subcommand_refuses "unknown option now" clocks now --help
+# trusted-time's three forms (--server, --no-sync, --clocks) do not mix,
+# and a timeout out of range is refused rather than clamped.
+subcommand_refuses "--clocks takes no other option (got --server)" trusted-time --clocks --server localhost
+subcommand_refuses "--clocks takes no other option (got --no-sync)" trusted-time --no-sync --clocks
+subcommand_refuses "--no-sync asks no server: --server is refused" trusted-time --no-sync --server localhost
+subcommand_refuses "--no-sync asks no server: --timeout-ms is refused" trusted-time --timeout-ms 100 --no-sync
+subcommand_refuses "--timeout-ms needs a number of milliseconds, 1 to 60000" \
+    trusted-time --server localhost --timeout-ms 9223372036854775807
 for help in --help -h; do
     help_status=0
     help_output=$(.build/release/timerkit clocks "$help") || help_status=$?
@@ -641,7 +649,7 @@ PASSED=$((PASSED + 3))
     fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
 PASSED=$((PASSED + 1))
 rm -rf "$TIMERKIT_SCRATCH"
-end_stage "timerkit ran; --help and clocks --help, 4 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
+end_stage "timerkit ran; --help and clocks --help, 9 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

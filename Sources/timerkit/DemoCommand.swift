@@ -29,9 +29,12 @@ enum DemoCommand: Subcommand {
           mode), and a verification-code cooldown that survives a restart.
           Keys: q quits, d starts or ends the drag, s sends a code.
             --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state)
-            --sale-seconds N the server's "remaining seconds" for the sale (default 120)
-            --code-seconds N how long a sent code blocks the next (default 60)
-            --print-after S  no terminal: run S seconds, print the screen once, exit
+            --sale-seconds N the server's "remaining seconds" for the sale, 0 to 31536000
+                             (a year; default 120)
+            --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
+                             default 60)
+            --print-after S  no terminal: run S seconds (0 to 86400), print the screen
+                             once, exit
 
         """
 
@@ -51,19 +54,16 @@ enum DemoCommand: Subcommand {
                 guard let value = rest.popFirst(), !value.isEmpty else { return usageError("--state needs a file") }
                 options.statePath = value
             case "--sale-seconds":
-                guard let value = rest.popFirst(), let seconds = Int64(value), seconds >= 0 else {
-                    return usageError("--sale-seconds needs a whole number of seconds")
-                }
+                guard let value = rest.popFirst(), let seconds = Int64(value), (0...31_536_000).contains(seconds)
+                else { return usageError("--sale-seconds needs a whole number of seconds, 0 to 31536000 (a year)") }
                 options.saleSeconds = seconds
             case "--code-seconds":
-                guard let value = rest.popFirst(), let seconds = Int64(value), seconds > 0 else {
-                    return usageError("--code-seconds needs a positive number of seconds")
-                }
+                guard let value = rest.popFirst(), let seconds = Int64(value), (1...86_400).contains(seconds)
+                else { return usageError("--code-seconds needs a whole number of seconds, 1 to 86400 (a day)") }
                 options.codeSeconds = seconds
             case "--print-after":
-                guard let value = rest.popFirst(), let seconds = Double(value), seconds >= 0, seconds < 86_400 else {
-                    return usageError("--print-after needs a number of seconds")
-                }
+                guard let value = rest.popFirst(), let seconds = Double(value), (0...86_400).contains(seconds)
+                else { return usageError("--print-after needs a number of seconds, 0 to 86400") }
                 options.printAfter = seconds
             case "-h", "--help":
                 Output.write(usage)

@@ -37,11 +37,13 @@ enum TrustedTimeCommand: Subcommand {
           bound, the local clocks, and the wall-clock changes the sync detected.
             --port N        the server's port (default 123)
             --samples N     requests to send; the reply with the smallest delay wins (default 4)
-            --timeout-ms N  how long to wait for each reply (default 2000)
+            --timeout-ms N  how long to wait for each reply, 1 to 60000 (default 2000)
             --state FILE    restore the clock from FILE first, save it there after the sync
-            --no-sync       do not ask the server (with --state: continue from the saved state)
+            --no-sync       ask no server (with --state: continue from the saved state);
+                            --server, --port, --samples and --timeout-ms are refused
             --json          the report as JSON on stdout
-            --clocks        only read the boot and wall clocks back to back, as JSON
+            --clocks        only read the boot and wall clocks back to back, as JSON; it
+                            takes no other option
 
         """
 
@@ -59,7 +61,9 @@ enum TrustedTimeCommand: Subcommand {
     static func run(_ arguments: ArraySlice<String>) -> Int32 {
         var options = Options()
         var rest = arguments
+        var given: [String] = []  // the options, in order
         while let argument = rest.popFirst() {
+            given.append(argument)
             switch argument {
             case "--server":
                 guard let value = rest.popFirst() else { return usageError("--server needs a host") }
@@ -74,11 +78,11 @@ enum TrustedTimeCommand: Subcommand {
                 else { return usageError("--samples needs a number in 1...64") }
                 options.samples = samples
             case "--timeout-ms":
-                guard let value = rest.popFirst(), let milliseconds = Int64(value), milliseconds > 0
-                else { return usageError("--timeout-ms needs a positive number") }
+                guard let value = rest.popFirst(), let milliseconds = Int64(value), (1...60_000).contains(milliseconds)
+                else { return usageError("--timeout-ms needs a number of milliseconds, 1 to 60000") }
                 options.timeout = .milliseconds(milliseconds)
             case "--state":
-                guard let value = rest.popFirst() else { return usageError("--state needs a file") }
+                guard let value = rest.popFirst(), !value.isEmpty else { return usageError("--state needs a file") }
                 options.statePath = value
             case "--no-sync": options.sync = false
             case "--json": options.json = true
@@ -90,10 +94,22 @@ enum TrustedTimeCommand: Subcommand {
                 return usageError("unknown option \(argument)")
             }
         }
-        if options.clocksOnly { return printClocks() }
+        // The three forms of the usage do not mix.
+        if options.clocksOnly {
+            if let other = given.first(where: { $0 != "--clocks" }) {
+                return usageError("--clocks takes no other option (got \(other))")
+            }
+            return printClocks()
+        }
+        if !options.sync, let other = given.first(where: { Self.syncOptions.contains($0) }) {
+            return usageError("--no-sync asks no server: \(other) is refused")
+        }
         if options.sync && options.server == nil { return usageError("--server is required") }
         return report(options)
     }
+
+    /// The options of a sync, which `--no-sync` refuses.
+    private static let syncOptions: Set<String> = ["--server", "--port", "--samples", "--timeout-ms"]
 
     // MARK: The report
 
