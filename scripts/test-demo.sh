@@ -24,7 +24,8 @@
 #      also during the drag;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
 #      true time left; bad options (values out of range too), a corrupt
-#      state file, an unwritable state file and a missing terminal (standard
+#      state file, an unwritable state file (a cooldown not saved is shown,
+#      and said at exit with status 1) and a missing terminal (standard
 #      input or output) give clear messages, never a crash;
 #   8. the ways out a program sees put the terminal back (cooked mode, the
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
@@ -274,15 +275,23 @@ out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>&1 || t
 check "a corrupt state file is reported and the demo runs" grep -qE "^could not restore .*corrupt.state: " <<<"$out"
 check "the corrupt state file is left as it was" test "$(cat "$WORK/corrupt.state")" = "not a cooldown file"
 
-start "$TIMERKIT" demo --state "$WORK/no-such-dir/demo.state"
-if wait_for '^Code         press s to send a code$'; then
-    keys s
-    check "an unwritable state file: the code is sent, the failure shown" wait_for '^code sent, but not saved: '
-    keys q
-    check "q quits after the failed save" wait_for '^program exited with 0$' 10
-else
-    fail "the demo starts with an unwritable state file"
-fi
+# A state file that cannot be written (its folder missing), or that is a
+# folder: the failed save shows on the screen while the cooldown runs, and
+# is said again at exit (on standard error, here the window), with status 1.
+for state in "$WORK/no-such-dir/demo.state" "$WORK"; do
+    start "$TIMERKIT" demo --state "$state"
+    if wait_for '^Code         press s to send a code$'; then
+        keys s
+        check "state $state: the code is sent, the failure shown" wait_for '^code sent, but not saved: '
+        check "... and the cooldown says it is not saved" wait_for '^Code         sent; resend in [0-9]+ s \(not saved\)$' 2
+        keys q
+        check "... q quits, saying the cooldown was not saved" \
+            wait_for "^timerkit demo: the code's cooldown was not saved to $state: " 10
+        check "... with status 1" wait_for '^program exited with 1$' 10
+    else
+        fail "the demo starts with the state file $state"
+    fi
+done
 
 # --- 8: every way out puts the terminal back --------------------------------------------
 

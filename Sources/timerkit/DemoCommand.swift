@@ -28,7 +28,8 @@ enum DemoCommand: Subcommand {
           keeps turning during a drag (tracking mode) beside a badge that waits (default
           mode), and a verification-code cooldown that survives a restart.
           Keys: q quits, d starts or ends the drag, s sends a code.
-            --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state)
+            --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state);
+                             a save that fails is shown, and said again at exit (status 1)
             --sale-seconds N the server's "remaining seconds" for the sale, 0 to 31536000
                              (a year; default 120)
             --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
@@ -91,7 +92,9 @@ private final class Demo: @unchecked Sendable {
     var frames: FrameTicker?
     var monitor: FrameRateMonitor
     var observations: [CountdownObservation] = []
-    var exitStatus: Int32 = 0
+    /// Why the last save of the code's cooldown failed; nil if it did not
+    /// (or none was tried). Shown on the screen, and said at exit.
+    var saveFailure: CountdownError?
 
     /// What is on the screen (changed on the loop's thread only).
     struct Screen {
@@ -140,7 +143,7 @@ private final class Demo: @unchecked Sendable {
             try loop.run(for: .milliseconds(Int64(after * 1_000)))
             update()
             Output.line(lines(ansi: false).joined(separator: "\n"))
-            return exitStatus
+            return 0
         }
         do {
             try terminal?.open()
@@ -154,7 +157,14 @@ private final class Demo: @unchecked Sendable {
         while !screen.quit {
             try loop.run()
         }
-        return exitStatus
+        terminal?.close()
+        // A cooldown the user was told about but that a restart would not
+        // find: said where it outlives the screen, with a failing status.
+        if let saveFailure {
+            printError("timerkit demo: the code's cooldown was not saved to \(options.statePath): \(saveFailure)")
+            return 1
+        }
+        return 0
     }
 
     private func startTimers() throws {
@@ -225,8 +235,10 @@ private final class Demo: @unchecked Sendable {
                 do {
                     try cooldowns.cooldown(key: "code", duration: .seconds(options.codeSeconds))
                     screen.message = "code sent"
+                    saveFailure = nil
                 } catch {
                     screen.message = "code sent, but not saved: \(error)"
+                    saveFailure = error
                 }
             }
         default:
@@ -261,7 +273,7 @@ private final class Demo: @unchecked Sendable {
             screen.saleText = "started; the page reloaded \(screen.reloads) time\(screen.reloads == 1 ? "" : "s")"
         }
         if let left = cooldowns.remaining(key: "code") {
-            screen.codeText = "sent; resend in \(seconds(left)) s"
+            screen.codeText = "sent; resend in \(seconds(left)) s" + (saveFailure == nil ? "" : " (not saved)")
         } else {
             screen.codeText = "press s to send a code"
         }
