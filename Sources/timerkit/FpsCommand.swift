@@ -169,9 +169,9 @@ private final class FpsRun: @unchecked Sendable {
             ("jank_percent", .number(options.jankPercent, digits: 3)),
             ("spike_ms", .number(options.spikeMilliseconds, digits: 3)),
             ("seed", .uint(options.seed)),
-            ("frames", .int(Int64(ticker.frameCount))),
+            ("frames", .uint(ticker.frameCount)),
             ("spikes", .int(Int64(spikes))),
-            ("ticker_dropped", .int(Int64(ticker.droppedFrameCount))),
+            ("ticker_dropped", .uint(ticker.droppedFrameCount)),
         ]
         if let summary {
             members += [
@@ -180,7 +180,7 @@ private final class FpsRun: @unchecked Sendable {
                 ("frame_time_p95_ms", ms(summary.frameTimeP95)),
                 ("frame_time_p99_ms", ms(summary.frameTimeP99)),
                 ("frame_time_max_ms", ms(summary.frameTimeMax)),
-                ("dropped", .int(Int64(summary.droppedFrames))),
+                ("dropped", .uint(summary.droppedFrames)),
                 ("hitch_ms_per_s", .number(summary.hitchMillisecondsPerSecond, digits: 3)),
                 ("grade", .string(summary.grade.description)),
             ]
