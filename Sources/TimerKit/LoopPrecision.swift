@@ -32,10 +32,19 @@ public struct LoopPrecision: Sendable, Hashable, CustomStringConvertible {
         self.realtimePriority = realtimePriority
     }
 
-    /// The margin and the priority, for example `margin 200 µs, no real-time priority`.
+    /// The margin and the priority, for example `margin 200 µs, no real-time
+    /// priority` or `margin 1500 ns, SCHED_FIFO priority 10` (a margin that
+    /// is not whole microseconds in nanoseconds, and one that is not whole
+    /// nanoseconds as `Duration` writes it).
     public var description: String {
         let priority = realtimePriority.map { "SCHED_FIFO priority \($0)" } ?? "no real-time priority"
-        return "margin \(margin), \(priority)"
+        return "margin \(Self.text(margin)), \(priority)"
+    }
+
+    private static func text(_ margin: Duration) -> String {
+        let (nanoseconds, rest) = margin.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        guard rest == 0 else { return "\(margin)" }
+        return nanoseconds % 1000 == 0 ? "\(nanoseconds / 1000) µs" : "\(nanoseconds) ns"
     }
 
     /// The C settings, or `nil` for what C would read otherwise: a margin

@@ -32,7 +32,8 @@ public final class PerformRequest: Sendable, Hashable {
         self.targetKey = target?.object.map { ObjectIdentifier($0) }
     }
 
-    /// Whether the action has yet to run (and was not cancelled).
+    /// Whether the action has yet to run (and was not cancelled): false from
+    /// the moment it starts, in the action too.
     public var isPending: Bool { timer.isValid }
 
     /// Cancels the request if it has not run yet. Idempotent; safe from any thread.
@@ -107,7 +108,9 @@ extension TimerLoop {
     ) throws(TimerError) -> PerformRequest {
         let reference = WeakReference(target)
         let box = RequestBox()
-        let timer = try LoopTimer(after: delay) { _, _ in
+        let timer = try LoopTimer(after: delay) { timer, _ in
+            // Running is no longer pending (isPending), in the action too.
+            timer.invalidate()
             box.request?.forget()
             if let target = reference.object { action(target) }
         }
@@ -140,7 +143,10 @@ extension TimerLoop {
         in mode: LoopMode = .default,
         _ action: @escaping @Sendable () -> Void
     ) throws(TimerError) -> PerformRequest {
-        let timer = try LoopTimer(after: delay) { _, _ in action() }
+        let timer = try LoopTimer(after: delay) { timer, _ in
+            timer.invalidate()
+            action()
+        }
         try add(timer, forMode: mode)
         return PerformRequest(timer: timer, loop: self, target: nil)
     }

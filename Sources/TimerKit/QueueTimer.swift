@@ -110,7 +110,10 @@ public final class QueueTimer: Sendable {
     ///     something else brings, as a ``LoopTimer``'s tolerance does.
     /// - Throws: ``TimerError/cancelled``, ``TimerError/invalidInterval(_:)``,
     ///   ``TimerError/negativeTolerance(_:)``, or ``TimerError/system(_:)``
-    ///   if the loop cannot take the timer (the schedule in force stays).
+    ///   if the loop cannot take the timer (the schedule in force stays); on
+    ///   a loop whose thread's run failed, that failure (see
+    ///   ``TimerLoop/failure``), such as
+    ///   ``TimerError/realtimePriorityNotPermitted``.
     public func schedule(
         deadline: MonotonicClock.Instant, repeating interval: Duration? = nil,
         leeway: Duration = .zero
@@ -124,8 +127,7 @@ public final class QueueTimer: Sendable {
     /// the deadline against the clock as it is then. See
     /// ``schedule(deadline:repeating:leeway:)``.
     ///
-    /// - Throws: ``TimerError/cancelled``, ``TimerError/invalidInterval(_:)``,
-    ///   ``TimerError/negativeTolerance(_:)``, or ``TimerError/system(_:)``.
+    /// - Throws: what ``schedule(deadline:repeating:leeway:)`` throws.
     public func schedule(
         wallDeadline: WallClock.Instant, repeating interval: Duration? = nil,
         leeway: Duration = .zero
@@ -189,7 +191,8 @@ public final class QueueTimer: Sendable {
     /// suspended). Calling it again, or after ``cancel()``, does nothing.
     ///
     /// - Throws: ``TimerError/system(_:)`` if the loop cannot take the timer,
-    ///   or its thread's run failed; the timer then stays inactive.
+    ///   or its thread's run failed (then that failure, see
+    ///   ``TimerLoop/failure``); the timer then stays inactive.
     public func activate() throws(TimerError) {
         try core.activate()
     }

@@ -33,7 +33,10 @@ import Musl
 /// While a job runs on the loop's thread, sleeps on ``MonotonicClock``,
 /// ``BootClock`` and ``WallClock`` schedule their timers on this loop rather
 /// than the shared one, so they resume on this thread without a hop; timers
-/// the job schedules on the loop fire on it too.
+/// the job schedules on the loop fire on it too. A manual loop is the
+/// exception: its time is not the clocks', so their sleeps go to the shared
+/// loop and end in real time (sleep on a ``ManualClock``, or with the loop's
+/// ``sleep(until:tolerance:)``, to follow the manual time).
 extension TimerLoop: SerialExecutor, TaskExecutor {
     /// Queues `job` to run on the loop's thread.
     public func enqueue(_ job: consuming ExecutorJob) {

@@ -29,7 +29,9 @@ extension TimerLoop {
     /// priority; both are put back when the run returns. The margin takes
     /// effect at once; the thread's settings when a run begins or, on a loop
     /// that is running (such as one from ``startThread(mode:)``), at its next
-    /// pass, which this call brings about. A manual loop ignores all of this.
+    /// pass, which this call brings about. A manual loop's runs leave their
+    /// thread alone and never spin, though the call checks the settings, and
+    /// the permission for a priority, all the same.
     ///
     /// If the priority is refused when the loop's thread applies it (the
     /// permission went away after this call checked it), that run fails with

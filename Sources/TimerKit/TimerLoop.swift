@@ -258,8 +258,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// thread then goes on running the loop's jobs, so that actors and tasks
     /// on the loop still run (and hear of the failure), until ``stop()``.
     ///
-    /// - Throws: ``TimerError/system(_:)`` if the loop or the thread cannot
-    ///   be created.
+    /// - Throws: ``TimerError/notARunMode(_:)`` for ``LoopMode/common``, a
+    ///   mode error, or ``TimerError/system(_:)`` if the loop or the thread
+    ///   cannot be created.
     public static func startThread(mode: LoopMode = .default) throws(TimerError) -> TimerLoop {
         let loop = try TimerLoop()
         let modes = try loop.runModeSet(mode)

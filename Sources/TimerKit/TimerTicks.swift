@@ -98,8 +98,9 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
         /// The next tick, or `nil` once the iterating task is cancelled.
         ///
         /// - Throws: ``TimerError`` if the timer could not be scheduled (a
-        ///   mode error, or the loop's thread could not start), or its loop's
-        ///   run failed (see ``TimerLoop/failure``).
+        ///   mode error, ``TimerError/notManual`` for a ``ManualClock``'s
+        ///   ticks on a real loop, or the loop's thread could not start), or
+        ///   its loop's run failed (see ``TimerLoop/failure``).
         public mutating func next() async throws(TimerError) -> Tick? {
             try await source.get().next()
         }

@@ -29,6 +29,25 @@ struct PerformRequestTests {
         #expect(loop.statistics.pending == 0)
     }
 
+    @Test("a request is no longer pending once its action runs, in the action too")
+    func notPendingWhileRunning() throws {
+        let loop = try TimerLoop.manual()
+        let owner = Watched()
+        let requests = Locked<[PerformRequest]>([])
+        let seen = Locked<[Bool]>([])
+        let withTarget = try loop.perform(after: .seconds(1), target: owner) { _ in
+            seen.withLock { $0.append(requests.value[0].isPending) }
+        }
+        let plain = try loop.perform(after: .seconds(1)) {
+            seen.withLock { $0.append(requests.value[1].isPending) }
+        }
+        requests.withLock { $0 = [withTarget, plain] }
+        try loop.advance(by: .seconds(1))
+        #expect(seen.value == [false, false])
+        #expect(!withTarget.isPending && !plain.isPending)
+        #expect(loop.statistics.pending == 0)
+    }
+
     @Test("cancel() by token stops one request, and is idempotent")
     func cancelByToken() throws {
         let loop = try TimerLoop.manual()

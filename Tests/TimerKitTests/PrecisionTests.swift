@@ -65,6 +65,15 @@ struct PrecisionTests {
         #expect(throws: TimerError.invalidated) { try again.setPrecise(true) }
     }
 
+    @Test("a precision describes itself as its doc shows")
+    func precisionDescription() {
+        #expect(LoopPrecision(margin: .microseconds(200)).description == "margin 200 µs, no real-time priority")
+        #expect(LoopPrecision(margin: .nanoseconds(1500), realtimePriority: 10).description
+            == "margin 1500 ns, SCHED_FIFO priority 10")
+        #expect(LoopPrecision(margin: .nanoseconds(3) / 2).description
+            == "margin \(Duration.nanoseconds(3) / 2), no real-time priority")
+    }
+
     @Test("bad precision settings are refused, and the settings in force stay")
     func badSettings() throws {
         let loop = try TimerLoop()
@@ -92,7 +101,7 @@ struct PrecisionTests {
         #expect(loop.precision?.margin == LoopPrecision.defaultMargin)
         try loop.setPrecision(nil)
         #expect(loop.precision == nil)
-        #expect(String(describing: kept) == "margin 0.00035 seconds, no real-time priority")
+        #expect(String(describing: kept) == "margin 350 µs, no real-time priority")
     }
 
     @Test("EPERM from setting a precision, or from a run, is realtimePriorityNotPermitted")
