@@ -26,6 +26,12 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      11  Fixes to what the header always said, which no code could be
+ *          made to fail loudly for: a precise loop's run puts back the
+ *          thread's scheduling policy and priority as the kernel had them
+ *          (it put back what pthread_getschedparam said, which misses a
+ *          change made with sched_setscheduler since its first answer, and
+ *          dropped SCHED_RESET_ON_FORK).
  *      10  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
  *          new grid at the latest frame's timestamp also after a resume or
@@ -93,7 +99,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 10
+#define TK_API_VERSION 11
 
 /* ------------------------------------------------------------------------
  * Types
@@ -681,7 +687,10 @@ typedef struct tk_precision {
  *   - While a thread runs the loop (from its outermost tk_loop_run until that
  *     returns), its timer slack (PR_SET_TIMERSLACK) is 1 ns, and, with a
  *     `realtime_priority`, its policy is SCHED_FIFO at that priority. Both are
- *     put back as they were when the run returns. The slack tightens any
+ *     put back as they were when the run returns: the policy and priority
+ *     the kernel gave the thread, however they were set (sched_setscheduler
+ *     too), with SCHED_RESET_ON_FORK, which also stays on while the run
+ *     has SCHED_FIFO. The slack tightens any
  *     sleep the callbacks make; the loop's own waits end on timerfds, which
  *     have no slack.
  *   - The margin takes effect at once. The thread settings take effect when

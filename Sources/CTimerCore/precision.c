@@ -100,6 +100,15 @@ int tk_loop_get_precision(tk_loop *loop, tk_precision *precision) {
 
 /* ---- The running thread -------------------------------------------------------- */
 
+/* Puts back the policy and priority the thread had before tune() first
+ * changed them. Through pthread_setschedparam, so that its copy, which
+ * pthread_getschedparam answers from, says what the kernel does again. */
+static void put_back_policy(tk_loop *loop, pthread_t self) {
+    struct sched_param saved = {.sched_priority = loop->saved_priority};
+    (void)pthread_setschedparam(self, loop->saved_policy, &saved);
+    loop->tuned_policy = 0;
+}
+
 /* Makes the calling thread match the loop's settings, saving what it had
  * before the first change. On failure the thread keeps the policy it had.
  * 0 or -errno. */
@@ -116,21 +125,27 @@ static int tune(tk_loop *loop) {
         loop->tuned_slack = 1;
     }
     if (want_fifo) {
-        struct sched_param saved;
-        int policy;
-        int result = pthread_getschedparam(self, &policy, &saved);
-        struct sched_param param = {.sched_priority = loop->precision_priority};
-        if (result == 0) result = pthread_setschedparam(self, SCHED_FIFO, &param);
-        if (result != 0) return -result;
         if (!loop->tuned_policy) {
+            /* What the thread has, asked of the kernel (for the calling
+             * thread on Linux): pthread_getschedparam answers from a copy
+             * that only pthread_setschedparam updates, so it misses a
+             * change made with sched_setscheduler. The policy keeps its
+             * SCHED_RESET_ON_FORK flag. */
+            struct sched_param saved;
+            int policy = sched_getscheduler(0);
+            if (policy < 0 || sched_getparam(0, &saved) < 0) return -errno;
             loop->saved_policy = policy;
             loop->saved_priority = saved.sched_priority;
-            loop->tuned_policy = 1;
         }
+        /* SCHED_RESET_ON_FORK stays on: clearing it takes CAP_SYS_NICE,
+         * which RLIMIT_RTPRIO alone does not give. */
+        struct sched_param param = {.sched_priority = loop->precision_priority};
+        int result = pthread_setschedparam(
+            self, SCHED_FIFO | (loop->saved_policy & SCHED_RESET_ON_FORK), &param);
+        if (result != 0) return -result;
+        loop->tuned_policy = 1;
     } else if (loop->tuned_policy) {
-        struct sched_param saved = {.sched_priority = loop->saved_priority};
-        (void)pthread_setschedparam(self, loop->saved_policy, &saved);
-        loop->tuned_policy = 0;
+        put_back_policy(loop, self);
     }
     /* Set after the policy: leaving a real-time policy resets the slack. */
     if (loop->tuned_slack) {
@@ -157,11 +172,7 @@ int tk__precision_retune(tk_loop *loop) {
 }
 
 void tk__precision_leave(tk_loop *loop) {
-    if (loop->tuned_policy) {
-        struct sched_param saved = {.sched_priority = loop->saved_priority};
-        (void)pthread_setschedparam(pthread_self(), loop->saved_policy, &saved);
-        loop->tuned_policy = 0;
-    }
+    if (loop->tuned_policy) put_back_policy(loop, pthread_self());
     if (loop->tuned_slack) {
         (void)prctl(PR_SET_TIMERSLACK, loop->saved_slack, 0, 0, 0);
         loop->tuned_slack = 0;

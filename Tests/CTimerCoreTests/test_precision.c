@@ -932,11 +932,79 @@ static void realtime_while_running(void) {
     printf("SCHED_FIFO taken and given back by a running loop, and refused at its next pass\n");
 }
 
+/* What the kernel says of the calling thread: policy (with its flags) and
+ * priority. */
+static void kernel_policy(int *policy, int *priority) {
+    struct sched_param param = {0};
+    *policy = sched_getscheduler(0);
+    CHECK_EQ(sched_getparam(0, &param), 0);
+    *priority = param.sched_priority;
+}
+
+static void look_at_kernel(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id, (void)missed;
+    thread_seen *seen = context;
+    kernel_policy(&seen->policy, &seen->priority);
+    tk_loop_stop(loop);
+}
+
+/* A precise run with the thread set to `policy` at `priority` (with
+ * sched_setscheduler, which pthread_getschedparam does not see) runs at
+ * SCHED_FIFO 10 and puts back exactly that. */
+static void run_from_policy(tk_loop *loop, int policy, int priority) {
+    struct sched_param param = {.sched_priority = priority};
+    CHECK_EQ(sched_setscheduler(0, policy, &param), 0);
+    thread_seen seen = {.policy = -1};
+    tk_timer_id id;
+    tk_timer_spec soon = {.delay_ns = MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_kernel, &seen, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.policy, SCHED_FIFO | (policy & SCHED_RESET_ON_FORK));
+    CHECK_EQ(seen.priority, 10);
+    int after, after_priority;
+    kernel_policy(&after, &after_priority);
+    CHECK_EQ(after, policy);
+    CHECK_EQ(after_priority, priority);
+    /* pthread_getschedparam agrees again. */
+    int cached;
+    CHECK_EQ(pthread_getschedparam(pthread_self(), &cached, &param), 0);
+    CHECK_EQ(cached, policy);
+    CHECK_EQ(param.sched_priority, priority);
+}
+
+static void realtime_puts_back_kernel_policy(void) {
+    if (!fifo_allowed(10)) {
+        /* CI runs as root; elsewhere only the refusal can be checked. */
+        printf("SCHED_FIFO is not permitted here: only the refusal was checked, not what a "
+               "run puts back\n");
+        tk_loop *loop;
+        CHECK_EQ(tk_loop_create(&loop), 0);
+        CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+        return;
+    }
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), 0);
+    /* The first run has pthread_getschedparam's copy filled; each policy
+     * set after it with sched_setscheduler is put back as set. */
+    run_from_policy(loop, SCHED_OTHER, 0);
+    run_from_policy(loop, SCHED_BATCH, 0);
+    run_from_policy(loop, SCHED_IDLE, 0);
+    run_from_policy(loop, SCHED_RR, 20);
+    run_from_policy(loop, SCHED_FIFO, 30);
+    run_from_policy(loop, SCHED_BATCH | SCHED_RESET_ON_FORK, 0);
+    run_from_policy(loop, SCHED_OTHER, 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    printf("the policy set with sched_setscheduler between runs was put back after each\n");
+}
+
 static void test_thread_settings(void) {
     in_child(slack_while_running, "the timer slack");
     in_child(realtime_refused, "a refused priority");
     in_child(realtime_granted_then_lost, "a granted, then lost, priority");
     in_child(realtime_while_running, "a priority set while the loop runs");
+    in_child(realtime_puts_back_kernel_policy, "the policy the kernel has, put back");
 }
 
 static const test_case tests[] = {
