@@ -31,7 +31,9 @@
  *          thread's scheduling policy and priority as the kernel had them
  *          (it put back what pthread_getschedparam said, which misses a
  *          change made with sched_setscheduler since its first answer, and
- *          dropped SCHED_RESET_ON_FORK).
+ *          dropped SCHED_RESET_ON_FORK); a frame ticker whose timer is
+ *          cancelled or fired through a guessed handle is stopped, with
+ *          the error -ECANCELED (it looked running, and delivered nothing).
  *      10  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
  *          new grid at the latest frame's timestamp also after a resume or
@@ -812,7 +814,8 @@ int tk_loop_cancel(tk_loop *loop, tk_timer_id timer);
  * release handler gets the context when the last one returns, as after
  * tk_loop_cancel), and the errors of tk_loop_cancel, or -EINVAL for a NULL
  * `context`; `*context` is then left alone. A frame ticker's timer is never
- * handed back: its cancel returns 0.
+ * handed back: its cancel returns 0, and stops the ticker, as tk_loop_cancel
+ * does (see tk_frame_ticker_info's `error`).
  */
 int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
 
@@ -1076,9 +1079,12 @@ typedef struct tk_frame_ticker_info {
     int paused;
     /**
      * 0, or the negative errno that stopped the ticker (the loop could not
-     * take its next frame, e.g. -ENOMEM). A stopped ticker delivers no more
-     * frames and its calls return this error; destroy it (or the loop, which
-     * frees it too).
+     * take its next frame, e.g. -ENOMEM), or -ECANCELED if its timer was
+     * ended through a handle of it, which the library never gives out
+     * (tk_loop_cancel, tk_loop_cancel_take, or tk_loop_fire, which first
+     * delivers the frame if one is due). A stopped ticker delivers no more
+     * frames, its `next_timestamp_ns` is INT64_MAX, and its calls return
+     * this error; destroy it (or the loop, which frees it too).
      */
     int error;
 } tk_frame_ticker_info;

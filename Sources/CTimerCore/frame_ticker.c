@@ -320,9 +320,13 @@ void tk__frame_ticker_released(tk_loop *loop, tk_release_fn release, void *conte
     ticker->timer = TK_TIMER_NONE;
     int done = ticker->destroyed || loop_destroyed;
     if (!done) {
-        /* The loop could not re-arm the timer (ticker->error is set). The
-         * ticker stays the caller's to destroy; until then the loop keeps
-         * it on a list, to free it if the loop goes first. */
+        /* The loop could not re-arm the timer (ticker->error is set), or
+         * the timer was cancelled or fired through its handle (tk_loop_cancel,
+         * tk_loop_cancel_take, tk_loop_fire), which ends the one-shot without
+         * a re-arm: the ticker is stopped as by an error, so that its info
+         * and its calls say so. It stays the caller's to destroy; until then
+         * the loop keeps it on a list, to free it if the loop goes first. */
+        if (ticker->error == 0) ticker->error = -ECANCELED;
         pthread_mutex_lock(&loop->lock);
         ticker->next_stopped = loop->stopped_tickers;
         if (ticker->next_stopped != NULL) ticker->next_stopped->prev_stopped = &ticker->next_stopped;

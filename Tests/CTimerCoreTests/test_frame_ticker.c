@@ -829,6 +829,101 @@ static void test_error_stops_the_ticker(void) {
     }
 }
 
+/* The handle of the ticker's timer, which the library never gives out but
+ * a caller can guess: with the ticker's the only live timer, it is the
+ * live handle next to that of a timer scheduled after it. */
+static tk_timer_id ticker_timer(tk_loop *loop) {
+    tk_timer_spec later = {.delay_ns = 3600 * 1000 * MS};
+    tk_timer_id probe;
+    CHECK_EQ(tk_loop_schedule(loop, &later, noop_timer, NULL, &probe), 0);
+    void *context;
+    CHECK_EQ(tk_loop_cancel_take(loop, probe, &context), 1);
+    tk_timer_info info;
+    for (uint32_t d = 1; d <= 8; d++) {
+        tk_timer_id id = (probe & ~(tk_timer_id)UINT32_MAX) | (uint32_t)((uint32_t)probe - d);
+        if (tk_loop_timer_info(loop, id, &info) == 0) return id;
+    }
+    CHECK(!"the ticker's timer was found");
+    return TK_TIMER_NONE;
+}
+
+/* Cancels the ticker's timer from the callback of frame 1. */
+static tk_timer_id g_cancel_from_callback;
+static void cancel_own_timer(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame,
+                             void *context) {
+    on_frame(loop, ticker, frame, context);
+    if (frame->index == 1) CHECK_EQ(tk_loop_cancel(loop, g_cancel_from_callback), 0);
+}
+
+/* tk_loop_cancel, tk_loop_cancel_take or tk_loop_fire through a guessed
+ * handle of a ticker's timer, or a cancel from its own callback: the
+ * ticker is stopped as by an error (-ECANCELED), and says so. */
+static void test_timer_taken_by_handle_stops_the_ticker(void) {
+    enum { CANCEL, CANCEL_TAKE, FIRE, FIRE_DUE, FROM_CALLBACK, WAYS };
+    for (int way = 0; way < WAYS; way++) {
+        for (int destroy_loop_first = 0; destroy_loop_first < 2; destroy_loop_first++) {
+            static recorder r;
+            recorder_init(&r);
+            tk_loop *loop = manual_loop();
+            tk_frame_ticker_spec spec = {.rate = fixed(100)};
+            tk_frame_ticker *ticker = NULL;
+            CHECK_EQ(tk_frame_ticker_create(loop, &spec, way == FROM_CALLBACK ? cancel_own_timer
+                                                                             : on_frame,
+                                            &r, &ticker),
+                     0);
+            CHECK_EQ(tk_loop_advance(loop, 0, 15 * MS), 1); /* frame 0 at 10 ms */
+            tk_timer_id timer = ticker_timer(loop);
+            void *taken = &r;
+            int frames = 1;
+            switch (way) {
+            case CANCEL: CHECK_EQ(tk_loop_cancel(loop, timer), 0); break;
+            case CANCEL_TAKE:
+                /* Never handed back. */
+                CHECK_EQ(tk_loop_cancel_take(loop, timer, &taken), 0);
+                CHECK(taken == &r);
+                break;
+            case FIRE: CHECK_EQ(tk_loop_fire(loop, timer), 0); break;
+            case FIRE_DUE:
+                /* Fired when its frame is due: the frame comes, then no more. */
+                CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, START + 20 * MS), 0);
+                CHECK_EQ(tk_loop_fire(loop, timer), 0);
+                frames = 2;
+                break;
+            case FROM_CALLBACK:
+                g_cancel_from_callback = timer;
+                CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 1); /* frame 1, which cancels */
+                frames = 2;
+                break;
+            }
+            CHECK_EQ(atomic_load(&r.count), frames);
+            tk_loop_stats stats;
+            CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
+            CHECK_EQ(stats.pending, 0);
+            CHECK_EQ(tk_loop_timer_info(loop, timer, &(tk_timer_info){0}), -ENOENT);
+            tk_frame_ticker_info info = info_of(ticker);
+            CHECK_EQ(info.error, -ECANCELED);
+            CHECK_EQ(info.next_timestamp_ns, INT64_MAX);
+            CHECK_EQ(info.paused, 0);
+            CHECK_EQ(info.frames, frames);
+            /* Stopped: no frame, and every change reports it. */
+            CHECK_EQ(tk_loop_advance(loop, 0, 100 * MS), 0);
+            CHECK_EQ(atomic_load(&r.count), frames);
+            CHECK_EQ(tk_frame_ticker_set_paused(ticker, 1), -ECANCELED);
+            CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), -ECANCELED);
+            CHECK_EQ(tk_frame_ticker_set_modes(ticker, 0), -ECANCELED);
+            CHECK_EQ(info_of(ticker).paused, 0);
+            CHECK_EQ(atomic_load(&r.releases), 0);
+            if (!destroy_loop_first) {
+                CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+                CHECK_EQ(atomic_load(&r.releases), 1);
+            }
+            CHECK_EQ(tk_loop_destroy(loop), 0);
+            CHECK_EQ(atomic_load(&r.releases), 1);
+            CHECK_EQ(atomic_load(&r.after_release), 0);
+        }
+    }
+}
+
 /* Holds its callback until the test opens the gate. */
 static atomic_int g_gate, g_in_callback;
 static void wait_at_gate(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
@@ -890,6 +985,7 @@ static const test_case tests[] = {
     {"ladders", test_ladders, 60},
     {"no_rung_below_the_minimum", test_no_rung_below_the_minimum, 60},
     {"error_stops_the_ticker", test_error_stops_the_ticker, 60},
+    {"timer_taken_by_handle_stops_the_ticker", test_timer_taken_by_handle_stops_the_ticker, 60},
     {"destroy_while_a_callback_runs", test_destroy_while_a_callback_runs, 60},
 };
 
