@@ -33,7 +33,11 @@
  *          change made with sched_setscheduler since its first answer, and
  *          dropped SCHED_RESET_ON_FORK); a frame ticker whose timer is
  *          cancelled or fired through a guessed handle is stopped, with
- *          the error -ECANCELED (it looked running, and delivered nothing).
+ *          the error -ECANCELED (it looked running, and delivered nothing);
+ *          tk_loop_unwatch_fd of a fd closed while its file stays open
+ *          elsewhere ends the loop's wake-ups for it (they went on, and the
+ *          loop spun, until the file was closed everywhere). Documented:
+ *          that unwatch returns -EMFILE, -ENFILE or -ENOMEM if it cannot.
  *      10  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
  *          new grid at the latest frame's timestamp also after a resume or
@@ -891,7 +895,8 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
  * regular file, -EEXIST for a descriptor of the loop's own). A watched fd
  * closed while its file stays open elsewhere (a dup, a child) is still
- * reported by epoll, and the loop spins until it is unwatched. The loop keeps
+ * reported by epoll, and the loop spins until it is unwatched (see
+ * tk_loop_unwatch_fd), or until any watch is ended that way. The loop keeps
  * one small entry per watched fd, whatever its number, and gives the memory
  * back as watches end. O(1).
  */
@@ -900,11 +905,19 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
 
 /**
  * Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. Safe
- * from any thread; called from another thread than the loop's, it may return
- * while the watch's callback is still running there, so what the callback
- * uses is freed only once the loop's thread is past it: from that thread,
- * say from a timer or the wake-up handler, but not from a run nested in that
- * callback.
+ * from any thread. For an fd closed before this call, epoll's registration
+ * of its file, which lives on while the file is open elsewhere, can no
+ * longer be removed by number: the loop then moves to a new epoll instance
+ * under the same number, holding its own descriptors and the watches whose
+ * descriptors are still open (any other watched fd closed meanwhile is no
+ * longer reported either), and wakes its run to use it. If it cannot
+ * (-EMFILE, -ENFILE, -ENOMEM, or another error of epoll_create1,
+ * epoll_ctl or dup3), the call returns that error and changes nothing: the
+ * fd stays watched, and the call may be made again. Called from another
+ * thread than the loop's, it may return while the watch's callback is still
+ * running there, so what the callback uses is freed only once the loop's
+ * thread is past it: from that thread, say from a timer or the wake-up
+ * handler, but not from a run nested in that callback.
  */
 int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 

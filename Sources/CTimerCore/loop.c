@@ -27,6 +27,7 @@
 #include "loop_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -768,17 +769,79 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn, void *
     return result;
 }
 
+/* The events `watch` is registered with now: none while a callback for its
+ * number holds it (see hold_io_call). Lock held. */
+static uint32_t registered_events(const tk_loop *loop, const tk__watch *watch) {
+    const struct tk__io_call *call = loop->io_calls != NULL ? io_call_of(loop, watch->fd) : NULL;
+    return call != NULL && call->held ? TK__HELD_EVENTS : watch->events;
+}
+
+/*
+ * Replaces the loop's epoll instance by a new one under the same number,
+ * which holds the loop's own descriptors and every watch but `except`'s
+ * whose number still names the descriptor it was registered with, with the
+ * events and data it has now. Dropped: the registrations of descriptors
+ * closed while watched, which epoll keeps for as long as their file is open
+ * elsewhere (a dup, a child) and which no epoll_ctl can reach once the
+ * number is free or another file's. 0, or -errno with the loop as it was.
+ * Lock held.
+ *
+ * Any thread may call it. Every use of the instance goes through the
+ * number, under the lock, except the run's blocking epoll_wait, which the
+ * loop's thread enters with `sleeping` set: a wait already in it (or about
+ * to enter it) holds the old instance, which keeps the eventfd and the
+ * timerfds until that wait returns, so the kick below wakes it; what it
+ * returns is handled as usual (events of a watch that is gone, or not the
+ * same, are dropped by their generation, and the rest are still true of
+ * their descriptors), and its next wait is on the new instance.
+ */
+static int rebuild_epoll(tk_loop *loop, int except) {
+    int fresh = epoll_create1(EPOLL_CLOEXEC);
+    if (fresh < 0) return -errno;
+    struct epoll_event event = {.events = EPOLLIN, .data.u64 = INTERNAL_TAG | WAKE_INDEX};
+    if (epoll_ctl(fresh, EPOLL_CTL_ADD, loop->wake_fd, &event) < 0) goto fail;
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
+        if (loop->timer_fds[clock] < 0) continue;
+        event = (struct epoll_event){.events = EPOLLIN, .data.u64 = INTERNAL_TAG | (uint64_t)clock};
+        if (epoll_ctl(fresh, EPOLL_CTL_ADD, loop->timer_fds[clock], &event) < 0) goto fail;
+    }
+    for (uint32_t i = 0; i < loop->watches.capacity; i++) {
+        const tk__watch *watch = &loop->watches.entries[i];
+        if (watch->fd < 0 || watch->fd == except || is_loop_fd(loop, watch->fd)) continue;
+        event = (struct epoll_event){.events = registered_events(loop, watch),
+                                     .data.u64 = watch_data(watch->generation, watch->fd)};
+        /* Changing nothing, this succeeds only if the number names the
+         * descriptor registered under it: a descriptor closed since (the
+         * number free, or another file's) is not carried over. */
+        if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, watch->fd, &event) < 0) continue;
+        if (epoll_ctl(fresh, EPOLL_CTL_ADD, watch->fd, &event) < 0) goto fail;
+    }
+    if (dup3(fresh, loop->epoll_fd, O_CLOEXEC) < 0) goto fail;
+    close(fresh);
+    (void)tk__loop_kick(loop);
+    return 0;
+fail:;
+    int result = -errno;
+    close(fresh);
+    return result;
+}
+
 int tk_loop_unwatch_fd(tk_loop *loop, int fd) {
     if (loop == NULL || fd < 0) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
     int result = -ENOENT;
     tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
     if (watch != NULL) {
-        /* If the fd was closed already, epoll dropped it: nothing to undo,
-         * and the number may be the loop's own now, which stays. */
-        if (!is_loop_fd(loop, fd)) (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-        tk__watch_table_remove(&loop->watches, watch);
+        /* A registration epoll_ctl cannot delete (the fd was closed: the
+         * number is free, another file's, or the loop's own, which stays)
+         * may outlive the close, for a file still open elsewhere, and
+         * make every wait return at once: the epoll instance is rebuilt
+         * without it. */
         result = 0;
+        if (is_loop_fd(loop, fd) || epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL) < 0) {
+            result = rebuild_epoll(loop, fd);
+        }
+        if (result == 0) tk__watch_table_remove(&loop->watches, watch);
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1553,6 +1554,173 @@ static void test_fd_number_taken_by_loop(void) {
     free_loop(loop);
 }
 
+/* Wake-ups of a 20 ms run, which, with nothing to do, wakes once or so. */
+static uint64_t wakeups_in_20ms(tk_loop *loop) {
+    uint64_t before = stats_of(loop).wakeups;
+    CHECK_EQ(run_for(loop, 0, 20 * MS), TK_RUN_TIMED_OUT);
+    return stats_of(loop).wakeups - before;
+}
+
+/* The watched read end of a pipe with a byte in it, closed while a dup of
+ * it stays open: epoll keeps reporting it. Returns the dup. */
+static int closed_but_open_elsewhere(tk_loop *loop, io_probe *probe, int *number) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    int d = dup(p[0]);
+    CHECK(d >= 0);
+    probe->fd = p[0];
+    CHECK_EQ(tk_loop_watch_fd(loop, p[0], TK_IO_READABLE, io_fn, probe), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    close(p[0]);
+    close(p[1]);
+    *number = p[0];
+    return d;
+}
+
+/* Unwatching a descriptor that was closed while its file stays open
+ * elsewhere ends the loop's wake-ups for it, whatever the number is now:
+ * free, another descriptor's, or the loop's own. The other watches and the
+ * timers carry on. */
+static void test_unwatch_closed_while_open_elsewhere(void) {
+    tk_loop *loop = new_loop();
+    /* Another watch, which must survive each unwatch. */
+    int q[2];
+    CHECK_EQ(pipe2(q, O_NONBLOCK), 0);
+    io_probe kept = {.fd = q[0], .drain = 1, .stop = 1};
+    CHECK_EQ(tk_loop_watch_fd(loop, q[0], TK_IO_READABLE, io_fn, &kept), 0);
+    for (int reuse = 0; reuse < 3; reuse++) {
+        io_probe gone = {0};
+        int number;
+        int d = closed_but_open_elsewhere(loop, &gone, &number);
+        int o[2] = {-1, -1};
+        if (reuse == 1) {
+            /* Another pipe takes the number. */
+            CHECK_EQ(pipe2(o, O_NONBLOCK), 0);
+            if (o[0] != number) {
+                CHECK_EQ(dup2(o[0], number), number);
+                close(o[0]);
+            }
+            CHECK_EQ(tk_loop_watch_fd(loop, number, TK_IO_READABLE, io_fn, &gone), -ENOENT);
+        } else if (reuse == 2) {
+            /* The loop's boot-clock timerfd takes it. */
+            static atomic_int fired;
+            sched(loop, mkspec(TK_CLOCK_BOOTTIME, 3600 * SEC, 0, 0, TK_MODES(0), 0),
+                  set_flag_fn, &fired);
+            CHECK(is_timerfd(number));
+        }
+        CHECK_EQ(tk_loop_unwatch_fd(loop, number), 0);
+        CHECK_EQ(tk_loop_unwatch_fd(loop, number), -ENOENT);
+        gone.calls = 0;
+        CHECK_LE(wakeups_in_20ms(loop), 5);
+        CHECK_LE(wakeups_in_20ms(loop), 5);
+        CHECK_EQ(gone.calls, 0);
+        if (reuse == 1) {
+            /* The pipe now under the number can be watched, and is heard. */
+            io_probe fresh = {.fd = number, .drain = 1, .stop = 1};
+            CHECK_EQ(tk_loop_watch_fd(loop, number, TK_IO_READABLE, io_fn, &fresh), 0);
+            CHECK_EQ(write(o[1], "y", 1), 1);
+            CHECK_EQ(run_for(loop, 0, 10 * SEC), TK_RUN_STOPPED);
+            CHECK_EQ(fresh.calls, 1);
+            CHECK_EQ(fresh.wrong_fd, 0);
+            CHECK_EQ(tk_loop_unwatch_fd(loop, number), 0);
+            close(number);
+            close(o[1]);
+        }
+        /* The other watch and the timers still work. */
+        kept.calls = 0;
+        CHECK_EQ(write(q[1], "z", 1), 1);
+        CHECK_EQ(run_for(loop, 0, 10 * SEC), TK_RUN_STOPPED);
+        CHECK_EQ(kept.calls, 1);
+        static atomic_int fired;
+        atomic_store(&fired, 0);
+        sched(loop, mkspec(TK_CLOCK_MONOTONIC, 5 * MS, 0, 0, TK_MODES(0), 0), set_flag_fn,
+              &fired);
+        check_run_fires(loop, &fired);
+        close(d);
+        CHECK_EQ(gone.calls, 0);
+    }
+    CHECK_EQ(kept.wrong_fd, 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, q[0]), 0);
+    close(q[0]);
+    close(q[1]);
+    free_loop(loop);
+}
+
+/* An unwatch from another thread while the loop sleeps: the run wakes and
+ * sleeps on without the closed descriptor's wake-ups. */
+typedef struct unwatcher {
+    tk_loop *loop;
+    int number;
+    int result;
+} unwatcher;
+
+static void *unwatch_later(void *context) {
+    unwatcher *u = context;
+    sleep_ns(5 * MS);
+    __atomic_store_n(&u->result, tk_loop_unwatch_fd(u->loop, u->number), __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_unwatch_closed_from_another_thread(void) {
+    tk_loop *loop = new_loop();
+    io_probe gone = {0};
+    int number;
+    int d = closed_but_open_elsewhere(loop, &gone, &number);
+    /* The spin goes on until the unwatch, then the run sleeps: its last
+     * 20 ms wake it a handful of times. */
+    unwatcher u = {.loop = loop, .number = number, .result = 1};
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, unwatch_later, &u), 0);
+    while (1) {
+        CHECK_EQ(run_for(loop, 0, 5 * MS), TK_RUN_TIMED_OUT);
+        int done = __atomic_load_n(&u.result, __ATOMIC_ACQUIRE) != 1;
+        if (done) break;
+    }
+    CHECK_EQ(pthread_join(thread, NULL), 0);
+    CHECK_EQ(u.result, 0);
+    gone.calls = 0;
+    CHECK_LE(wakeups_in_20ms(loop), 5);
+    CHECK_EQ(gone.calls, 0);
+    close(d);
+    free_loop(loop);
+}
+
+/* With no descriptor left to rebuild the epoll instance with, the unwatch
+ * fails with -EMFILE and changes nothing: the loop works, and the unwatch
+ * succeeds once descriptors are free. */
+static void test_unwatch_closed_without_descriptors(void) {
+    tk_loop *loop = new_loop();
+    io_probe gone = {.drain = 0};
+    int number;
+    int d = closed_but_open_elsewhere(loop, &gone, &number);
+    /* Its timerfd is opened now: no descriptor is left later. */
+    static atomic_int fired;
+    atomic_store(&fired, 0);
+    sched(loop, mkspec(TK_CLOCK_MONOTONIC, 5 * MS, 0, 0, TK_MODES(0), 0), set_flag_fn, &fired);
+    struct rlimit saved;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    struct rlimit low = saved;
+    low.rlim_cur = (rlim_t)d + 64 < saved.rlim_cur ? (rlim_t)d + 64 : saved.rlim_cur;
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fillers[128];
+    int filled = 0;
+    while (filled < 128 && (fillers[filled] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
+        filled++;
+    }
+    CHECK(filled < 128); /* every descriptor is taken */
+    CHECK_EQ(tk_loop_unwatch_fd(loop, number), -EMFILE);
+    /* Still watched, and the loop still runs its timers. */
+    check_run_fires(loop, &fired);
+    for (int i = 0; i < filled; i++) close(fillers[i]);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, number), 0);
+    gone.calls = 0;
+    CHECK_LE(wakeups_in_20ms(loop), 5);
+    CHECK_EQ(gone.calls, 0);
+    close(d);
+    free_loop(loop);
+}
+
 /* A timer whose deadline saturated to INT64_MIN, the value that marks a
  * timerfd disarmed, scheduled while the loop sleeps on another thread: it
  * is due, so it wakes the loop and fires (it was taken for the target
@@ -1866,6 +2034,9 @@ static const test_case tests[] = {
     {"watch_callback_not_reentered", test_watch_callback_not_reentered, 60},
     {"closed_in_callback_number_taken_by_loop", test_closed_in_callback_number_taken_by_loop, 60},
     {"rewatched_in_callback_not_reentered", test_rewatched_in_callback_not_reentered, 60},
+    {"unwatch_closed_while_open_elsewhere", test_unwatch_closed_while_open_elsewhere, 60},
+    {"unwatch_closed_from_another_thread", test_unwatch_closed_from_another_thread, 60},
+    {"unwatch_closed_without_descriptors", test_unwatch_closed_without_descriptors, 60},
 };
 
 int main(int argc, char **argv) {
