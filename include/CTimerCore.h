@@ -410,7 +410,7 @@ int tk_timer_slack(int64_t *slack_ns);
 /**
  * What an errno value means, in words: "Cannot allocate memory" for ENOMEM
  * or -ENOMEM (every tk_ function returns errors negated). Never NULL:
- * "Unknown error" for a value with no meaning. Thread-safe; the string is
+ * "Success" for 0, "Unknown error" for a value with no meaning. Thread-safe; the string is
  * constant.
  */
 const char *tk_strerror(int error);
@@ -701,7 +701,9 @@ typedef struct tk_precision {
  *     have no slack.
  *   - The margin takes effect at once. The thread settings take effect when
  *     a run begins, or, if a thread is running the loop, at its next pass
- *     (the call wakes it). A manual loop ignores all of this.
+ *     (the call wakes it). A manual loop's runs leave their thread alone
+ *     and never spin; the call checks its arguments, and the permission
+ *     for a priority, all the same.
  *
  * Precise timers spin whether or not this was called (with the default
  * margin and no thread settings); NULL turns the thread settings off again.
@@ -891,7 +893,9 @@ int tk_loop_fire(tk_loop *loop, tk_timer_id timer);
  * the number again, for a new descriptor, fails with -ENOENT until
  * tk_loop_unwatch_fd is called on it; the number may even be one the loop
  * opened for itself meanwhile, which neither call disturbs). Returns 0,
- * -EINVAL (a NULL loop or fn, a negative fd, no or unknown events), -ENOMEM
+ * -EINVAL (a NULL loop or fn, a negative fd, no events, or any but
+ * TK_IO_READABLE and TK_IO_WRITABLE: TK_IO_ERROR and TK_IO_HANGUP are
+ * reported, never asked for), -ENOMEM
  * or the errno of epoll_ctl (e.g. -EBADF, -EPERM for a
  * regular file, -EEXIST for a descriptor of the loop's own). A watched fd
  * closed while its file stays open elsewhere (a dup, a child) is still
@@ -1112,7 +1116,8 @@ typedef struct tk_frame_ticker_info {
  * tk_frame_ticker_destroy (once no callback of the ticker runs), or when
  * the loop is destroyed.
  *
- * Returns 0, -EINVAL (a NULL argument; a rate outside [1e-6, 1e9] or NaN,
+ * Returns 0, -EINVAL (a NULL loop, spec, fn or ticker: `context` may be
+ * NULL; a rate outside [1e-6, 1e9] or NaN,
  * a minimum above the maximum, a preferred rate outside the range; unknown
  * flags), -ENOMEM, or the errors of tk_loop_schedule.
  * Allocates once; frames never allocate.

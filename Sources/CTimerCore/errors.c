@@ -23,6 +23,7 @@ static int magnitude(int error) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 
 const char *tk_strerror(int error) {
+    if (error == 0) return "Success";
     const char *text = strerrordesc_np(magnitude(error));
     return text != NULL ? text : "Unknown error";
 }
@@ -38,6 +39,8 @@ const char *tk_errno_name(int error) {
 /* Without glibc's constant tables: strerror's text (constant for known
  * values on the C libraries TimerKit builds with), and no names. */
 const char *tk_strerror(int error) {
+    /* C libraries word 0 differently ("No error information"): one text. */
+    if (error == 0) return "Success";
     const char *text = strerror(magnitude(error));
     return text != NULL ? text : "Unknown error";
 }

@@ -2081,6 +2081,8 @@ static void test_errno_names(void) {
     CHECK(tk_errno_name(4095) == NULL);
     CHECK(tk_errno_name(INT_MIN) == NULL);
     CHECK(tk_strerror(INT_MIN) != NULL && tk_strerror(4095) != NULL);
+    CHECK(strcmp(tk_strerror(0), "Success") == 0);
+    CHECK(strcmp(tk_strerror(-ENOMEM), tk_strerror(ENOMEM)) == 0);
 }
 
 static const test_case tests[] = {
