@@ -890,15 +890,20 @@ static void drop_on_loop_thread(tk_loop *loop, tk_timer_id id, uint64_t missed, 
     __atomic_store_n((int *)context, 1, __ATOMIC_RELEASE);
 }
 
+/* Without the permission: a priority is refused, and nothing is left. */
+static void check_priority_refused(void) {
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static void realtime_while_running(void) {
     struct rlimit rt = {.rlim_cur = 0, .rlim_max = 0};
     CHECK_EQ(setrlimit(RLIMIT_RTPRIO, &rt), 0); /* only CAP_SYS_NICE lets a thread in */
     if (!fifo_allowed(10)) {
         printf("SCHED_FIFO is not permitted here: the running loop's refusal was not checked\n");
-        tk_loop *loop;
-        CHECK_EQ(tk_loop_create(&loop), 0);
-        CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
-        CHECK_EQ(tk_loop_destroy(loop), 0);
+        check_priority_refused();
         return;
     }
     tk_loop *loop;
@@ -977,10 +982,7 @@ static void realtime_puts_back_kernel_policy(void) {
         /* CI runs as root; elsewhere only the refusal can be checked. */
         printf("SCHED_FIFO is not permitted here: only the refusal was checked, not what a "
                "run puts back\n");
-        tk_loop *loop;
-        CHECK_EQ(tk_loop_create(&loop), 0);
-        CHECK_EQ(tk_loop_set_precision(loop, &(tk_precision){.realtime_priority = 10}), -EPERM);
-        CHECK_EQ(tk_loop_destroy(loop), 0);
+        check_priority_refused();
         return;
     }
     tk_loop *loop;
