@@ -36,8 +36,9 @@
  *          the error -ECANCELED (it looked running, and delivered nothing);
  *          tk_loop_unwatch_fd of a fd closed while its file stays open
  *          elsewhere ends the loop's wake-ups for it (they went on, and the
- *          loop spun, until the file was closed everywhere). Documented:
- *          that unwatch returns -EMFILE, -ENFILE or -ENOMEM if it cannot.
+ *          loop spun, until the file was closed everywhere); tk_strerror(0)
+ *          is "Success" with every C library. Documented: that unwatch
+ *          returns -EMFILE, -ENFILE or -ENOMEM if it cannot.
  *      10  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
  *          new grid at the latest frame's timestamp also after a resume or
