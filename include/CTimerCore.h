@@ -37,8 +37,7 @@
  *          tk_loop_unwatch_fd of a fd closed while its file stays open
  *          elsewhere ends the loop's wake-ups for it (they went on, and the
  *          loop spun, until the file was closed everywhere); tk_strerror(0)
- *          is "Success" with every C library. Documented: that unwatch
- *          returns -EMFILE, -ENFILE or -ENOMEM if it cannot.
+ *          is "Success" with every C library.
  *      10  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: tk_frame_ticker_set_rate anchors the
  *          new grid at the latest frame's timestamp also after a resume or
@@ -411,7 +410,8 @@ int tk_timer_slack(int64_t *slack_ns);
 /**
  * What an errno value means, in words: "Cannot allocate memory" for ENOMEM
  * or -ENOMEM (every tk_ function returns errors negated). Never NULL:
- * "Success" for 0, "Unknown error" for a value with no meaning. Thread-safe; the string is
+ * "Success" for 0, and for a value with no meaning "Unknown error" (the C
+ * library's own words without glibc 2.32). Thread-safe; the string is
  * constant.
  */
 const char *tk_strerror(int error);
@@ -912,17 +912,16 @@ int tk_loop_watch_fd(tk_loop *loop, int fd, uint32_t events, tk_io_fn fn,
  * Stops watching `fd`. 0, -ENOENT if it was not watched, or -EINVAL. Safe
  * from any thread. For an fd closed before this call, epoll's registration
  * of its file, which lives on while the file is open elsewhere, can no
- * longer be removed by number: the loop then moves to a new epoll instance
- * under the same number, holding its own descriptors and the watches whose
- * descriptors are still open (any other watched fd closed meanwhile is no
- * longer reported either), and wakes its run to use it. If it cannot
- * (-EMFILE, -ENFILE, -ENOMEM, or another error of epoll_create1,
- * epoll_ctl or dup3), the call returns that error and changes nothing: the
- * fd stays watched, and the call may be made again. Called from another
- * thread than the loop's, it may return while the watch's callback is still
- * running there, so what the callback uses is freed only once the loop's
- * thread is past it: from that thread, say from a timer or the wake-up
- * handler, but not from a run nested in that callback.
+ * longer be removed by number: when it next reports, the loop's thread
+ * moves the loop to a new epoll instance under the same number, holding its
+ * own descriptors and the watches whose descriptors are still open (any
+ * other watched fd closed meanwhile is no longer reported either). That
+ * takes a descriptor for a moment: while none is free, the loop wakes at
+ * once from every wait, as before the unwatch, and tries again. Called
+ * from another thread than the loop's, it may return while the watch's
+ * callback is still running there, so what the callback uses is freed only
+ * once the loop's thread is past it: from that thread, say from a timer or
+ * the wake-up handler, but not from a run nested in that callback.
  */
 int tk_loop_unwatch_fd(tk_loop *loop, int fd);
 

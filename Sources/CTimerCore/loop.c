@@ -324,6 +324,7 @@ struct tk__io_call {
 };
 
 static int is_loop_fd(const tk_loop *loop, int fd);
+static int rebuild_epoll(tk_loop *loop);
 
 /* The epoll registration of `watch` with `events`. */
 static int register_watch(tk_loop *loop, const tk__watch *watch, uint32_t events) {
@@ -404,7 +405,16 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
         int fd = (int)(uint32_t)data;
         uint32_t generation = (uint32_t)(data >> 32);
         const tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
-        if (watch == NULL || watch->generation != generation) continue;
+        if (watch == NULL || watch->generation != generation) {
+            /* Of no watch now. If a registration outlived its descriptor's
+             * unwatch, this may be it, which would be reported at every
+             * wait: the instance is rebuilt without it (if that fails, out
+             * of descriptors say, the next such event tries again). */
+            if (loop->stale_registrations && rebuild_epoll(loop) == 0) {
+                loop->stale_registrations = 0;
+            }
+            continue;
+        }
         if (loop->io_calls != NULL && io_call_of(loop, fd) != NULL) continue;
         tk_io_fn fn = watch->fn;
         void *context = watch->context;
@@ -778,24 +788,17 @@ static uint32_t registered_events(const tk_loop *loop, const tk__watch *watch) {
 
 /*
  * Replaces the loop's epoll instance by a new one under the same number,
- * which holds the loop's own descriptors and every watch but `except`'s
- * whose number still names the descriptor it was registered with, with the
- * events and data it has now. Dropped: the registrations of descriptors
- * closed while watched, which epoll keeps for as long as their file is open
- * elsewhere (a dup, a child) and which no epoll_ctl can reach once the
- * number is free or another file's. 0, or -errno with the loop as it was.
- * Lock held.
- *
- * Any thread may call it. Every use of the instance goes through the
- * number, under the lock, except the run's blocking epoll_wait, which the
- * loop's thread enters with `sleeping` set: a wait already in it (or about
- * to enter it) holds the old instance, which keeps the eventfd and the
- * timerfds until that wait returns, so the kick below wakes it; what it
- * returns is handled as usual (events of a watch that is gone, or not the
- * same, are dropped by their generation, and the rest are still true of
- * their descriptors), and its next wait is on the new instance.
+ * which holds the loop's own descriptors and every watch whose number still
+ * names the descriptor it was registered with, with the events and data it
+ * has now. Dropped: the registrations of descriptors closed while watched,
+ * which epoll keeps for as long as their file is open elsewhere (a dup, a
+ * child) and which no epoll_ctl can reach once the number is free or
+ * another file's. 0, or -errno with the loop as it was. Called by the thread
+ * running the loop (from handle_events), with the lock held: no epoll_wait
+ * on the instance is in progress, and every other use of it goes through
+ * the number under the lock.
  */
-static int rebuild_epoll(tk_loop *loop, int except) {
+static int rebuild_epoll(tk_loop *loop) {
     int fresh = epoll_create1(EPOLL_CLOEXEC);
     if (fresh < 0) return -errno;
     struct epoll_event event = {.events = EPOLLIN, .data.u64 = INTERNAL_TAG | WAKE_INDEX};
@@ -807,18 +810,24 @@ static int rebuild_epoll(tk_loop *loop, int except) {
     }
     for (uint32_t i = 0; i < loop->watches.capacity; i++) {
         const tk__watch *watch = &loop->watches.entries[i];
-        if (watch->fd < 0 || watch->fd == except || is_loop_fd(loop, watch->fd)) continue;
+        if (watch->fd < 0 || is_loop_fd(loop, watch->fd)) continue;
+        /* Whether the number names the descriptor registered under it:
+         * then adding it again is -EEXIST, which changes nothing. If the
+         * add succeeds, the number is another file's now (the watched one
+         * was closed): that registration is undone, and the watch not
+         * carried over. Any other error: the number is free. */
+        event = (struct epoll_event){.events = 0};
+        if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, watch->fd, &event) == 0) {
+            (void)epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, watch->fd, NULL);
+            continue;
+        }
+        if (errno != EEXIST) continue;
         event = (struct epoll_event){.events = registered_events(loop, watch),
                                      .data.u64 = watch_data(watch->generation, watch->fd)};
-        /* Changing nothing, this succeeds only if the number names the
-         * descriptor registered under it: a descriptor closed since (the
-         * number free, or another file's) is not carried over. */
-        if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, watch->fd, &event) < 0) continue;
         if (epoll_ctl(fresh, EPOLL_CTL_ADD, watch->fd, &event) < 0) goto fail;
     }
     if (dup3(fresh, loop->epoll_fd, O_CLOEXEC) < 0) goto fail;
     close(fresh);
-    (void)tk__loop_kick(loop);
     return 0;
 fail:;
     int result = -errno;
@@ -832,16 +841,17 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd) {
     int result = -ENOENT;
     tk__watch *watch = tk__watch_table_find(&loop->watches, fd);
     if (watch != NULL) {
-        /* A registration epoll_ctl cannot delete (the fd was closed: the
-         * number is free, another file's, or the loop's own, which stays)
-         * may outlive the close, for a file still open elsewhere, and
-         * make every wait return at once: the epoll instance is rebuilt
-         * without it. */
-        result = 0;
+        /* If the fd was closed already, epoll_ctl cannot reach its
+         * registration (the number is free, another file's, or the loop's
+         * own, which stays). epoll dropped it if the file was closed
+         * everywhere; if not, it goes on reporting, and the first event of
+         * it that reaches the loop has the epoll instance rebuilt without
+         * it (see handle_events). */
         if (is_loop_fd(loop, fd) || epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL) < 0) {
-            result = rebuild_epoll(loop, fd);
+            loop->stale_registrations = 1;
         }
-        if (result == 0) tk__watch_table_remove(&loop->watches, watch);
+        tk__watch_table_remove(&loop->watches, watch);
+        result = 0;
     }
     pthread_mutex_unlock(&loop->lock);
     return result;

@@ -185,6 +185,10 @@ struct tk_loop {
 
     tk__watch_table watches;
     uint32_t watch_generation;
+    /* An unwatch could not remove its fd's epoll registration (the fd was
+     * closed first): one may live on, for a file open elsewhere, until the
+     * loop's thread rebuilds the epoll instance (see handle_events). */
+    int stale_registrations;
     /* Counts the loop's epoll_wait calls: a batch of events being handed
      * out stops once a nested run has polled (see handle_events). */
     uint32_t polls;

@@ -6,8 +6,10 @@ import Synchronization
 // one way out for all of it.
 
 /// Standard output and standard error, written with `write(2)` and nothing
-/// else: every byte the command prints to standard output goes through
-/// ``write(_:)`` (``line(_:)`` for a line, as `print` writes one). A
+/// else: everything the command prints to standard output goes through
+/// ``write(_:)`` (``line(_:)`` for a line, as `print` writes one), but for
+/// the terminal's set-up and restoring escapes, which `TerminalSettings`
+/// writes straight to the descriptor (also from a signal handler). A
 /// failure never crashes: the first one on standard output is kept, nothing
 /// more is written there, and ``finish(_:)`` reports it once at the end
 /// (`timerkit: cannot write the output: <strerror>`, status 1). A failure
