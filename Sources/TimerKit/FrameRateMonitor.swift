@@ -102,8 +102,9 @@ public struct FrameRateMonitor: Sendable {
         /// Frames dropped: the sum of round(Δ ÷ interval) − 1, or of a
         /// ticker's frames' own counts.
         public var droppedFrames: UInt64
-        /// Time beyond the interval, summed, in milliseconds per second of
-        /// `elapsed` (0 when `elapsed` is zero).
+        /// Time beyond the interval (for a ticker's frame, beyond one grid
+        /// step), summed, in milliseconds per second of `elapsed` (0 when
+        /// `elapsed` is zero).
         public var hitchMillisecondsPerSecond: Double
         /// The grade of the hitch time.
         public var grade: Grade
@@ -118,9 +119,9 @@ public struct FrameRateMonitor: Sendable {
             fixed(Double(duration.saturatingNanoseconds) / 1e6, 1)
         }
 
-        /// `value` with `digits` decimals, without Foundation; beyond the
-        /// whole numbers a `Double` holds exactly (2^53), as Swift writes
-        /// it ("1e+19").
+        /// `value` with `digits` decimals, without Foundation; from 2^53 ÷
+        /// 10^digits on (where `value` × 10^digits is past the whole numbers a
+        /// `Double` holds exactly), as Swift writes it ("1e+19").
         static func fixed(_ value: Double, _ digits: Int) -> String {
             var scale = 1.0
             for _ in 0..<digits { scale *= 10 }
@@ -134,7 +135,9 @@ public struct FrameRateMonitor: Sendable {
         }
     }
 
-    /// The expected time between frames, unless a ticker frame says its own.
+    /// The expected time between frames. A ticker's frames are measured
+    /// against the ticker's grid instead (see the `record(_:)` that takes a
+    /// ``FrameTicker/Frame``).
     public let frameInterval: Duration
     /// How much frame time a reading covers at least.
     public let window: Duration

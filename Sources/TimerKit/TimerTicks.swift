@@ -18,7 +18,7 @@
 /// background loop unless one is given) and is invalidated when the
 /// iteration ends: the task is cancelled (`next()` returns `nil`), or the
 /// iterator is dropped. Iterated by an actor or a task on the ticks' own
-/// loop, each tick arrives on the loop's thread with no hop.
+/// loop (a real one), each tick arrives on the loop's thread with no hop.
 public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
     /// One tick.
     public struct Tick: Sendable, Hashable {
@@ -101,6 +101,7 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
         ///   mode error, ``TimerError/notManual`` for a ``ManualClock``'s
         ///   ticks on a real loop, or the loop's thread could not start), or
         ///   its loop's run failed (see ``TimerLoop/failure``).
+        nonisolated(nonsending)
         public mutating func next() async throws(TimerError) -> Tick? {
             try await source.get().next()
         }

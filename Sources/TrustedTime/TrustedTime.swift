@@ -56,19 +56,35 @@ public struct TrustedTime: InstantProtocol, Sendable, CustomStringConvertible {
     }
 
     /// The earliest the true time can be, if the error bound is known.
-    public var earliest: Duration? { errorBound.map { sinceEpoch - $0 } }
+    public var earliest: Duration? { errorBound.map { Self.difference(sinceEpoch, $0) } }
 
     /// The latest the true time can be, if the error bound is known.
-    public var latest: Duration? { errorBound.map { sinceEpoch + $0 } }
+    public var latest: Duration? { errorBound.map { Self.sum(sinceEpoch, $0) } }
 
     /// The same reading, `duration` later (same error bound and source).
+    /// Like all arithmetic on readings, it saturates at the ends of
+    /// `Duration`'s range instead of trapping.
     public func advanced(by duration: Duration) -> TrustedTime {
-        TrustedTime(sinceEpoch: sinceEpoch + duration, errorBound: errorBound, source: source)
+        TrustedTime(sinceEpoch: Self.sum(sinceEpoch, duration), errorBound: errorBound, source: source)
     }
 
-    /// The time from this instant to `other`.
+    /// The time from this instant to `other` (saturating).
     public func duration(to other: TrustedTime) -> Duration {
-        other.sinceEpoch - sinceEpoch
+        Self.difference(other.sinceEpoch, sinceEpoch)
+    }
+
+    /// `a + b`, saturating.
+    private static func sum(_ a: Duration, _ b: Duration) -> Duration {
+        let (sum, overflow) = a.attoseconds.addingReportingOverflow(b.attoseconds)
+        guard overflow else { return Duration(attoseconds: sum) }
+        return Duration(attoseconds: b.attoseconds > 0 ? .max : .min)
+    }
+
+    /// `a - b`, saturating.
+    private static func difference(_ a: Duration, _ b: Duration) -> Duration {
+        let (difference, overflow) = a.attoseconds.subtractingReportingOverflow(b.attoseconds)
+        guard overflow else { return Duration(attoseconds: difference) }
+        return Duration(attoseconds: b.attoseconds < 0 ? .max : .min)
     }
 
     /// Whether `lhs` comes before `rhs`.

@@ -75,6 +75,12 @@ actor LoopActor {
             taken += 1
             if taken == count { break }
         }
+        // And through the iterator's next() called directly.
+        var ticks = try TimerTicks(every: step, on: loop).makeAsyncIterator()
+        for _ in 0..<count {
+            _ = try await ticks.next()
+            if !loop.isRunningOnCurrentThread { offThread += 1 }
+        }
         return (offThread, loop.jobsFromOtherThreads - hopsBefore)
     }
 

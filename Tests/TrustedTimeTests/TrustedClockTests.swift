@@ -416,6 +416,27 @@ struct TrustedClockTests {
         #expect(clock.refreshReason == .neverSynced)
     }
 
+    @Test("TrustedTime arithmetic saturates at the ends of Duration's range instead of trapping")
+    func trustedTimeSaturates() {
+        let longest = Duration(attoseconds: .max)
+        let shortest = Duration(attoseconds: .min)
+        let late = TrustedTime(sinceEpoch: .seconds(1))
+        let early = TrustedTime(sinceEpoch: .seconds(-1))
+        #expect(late.advanced(by: longest).sinceEpoch == longest)
+        #expect(early.advanced(by: shortest).sinceEpoch == shortest)
+        #expect(early.advanced(by: longest).sinceEpoch == longest - .seconds(1))  // no overflow
+        let end = TrustedTime(sinceEpoch: longest)
+        let start = TrustedTime(sinceEpoch: shortest)
+        #expect(start.duration(to: end) == longest)
+        #expect(end.duration(to: start) == shortest)
+        let wide = TrustedTime(sinceEpoch: .seconds(1), errorBound: longest, source: .wallClockFallback)
+        #expect(wide.latest == longest)
+        #expect(wide.earliest == .seconds(1) - longest)
+        let odd = TrustedTime(sinceEpoch: .seconds(1), errorBound: shortest, source: .wallClockFallback)
+        #expect(odd.earliest == longest)
+        #expect(odd.latest == .seconds(1) + shortest)
+    }
+
     @Test("TrustedTime: equality and order by instant only; description")
     func trustedTimeValue() {
         let a = TrustedTime(sinceEpoch: .seconds(10), errorBound: .milliseconds(3), source: .wallClockFallback)
