@@ -26,6 +26,11 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      12  tk_loop_reschedule refuses a frame ticker's timer, named by a
+ *          guessed handle, with -EPERM, and leaves it as it was (it took
+ *          the new spec, which the ticker did not know of: a later
+ *          deadline held its frames back, a leeway made them late, and
+ *          the ticker went on reporting its own grid).
  *      11  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: a precise loop's run puts back the
  *          thread's scheduling policy and priority as the kernel had them
@@ -105,7 +110,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 11
+#define TK_API_VERSION 12
 
 /* ------------------------------------------------------------------------
  * Types
@@ -854,8 +859,9 @@ int tk_loop_cancel_record(tk_loop *loop, tk_timer_record *record, void **context
  * keeping its handle, callback and context. Also revives a one-shot timer
  * from inside the callback the loop's pass called (after tk_loop_fire, a
  * one-shot is cancelled before its callback runs: -ENOENT). The same errors
- * as tk_loop_schedule and tk_loop_cancel; on error the timer is unchanged.
- * O(log n).
+ * as tk_loop_schedule and tk_loop_cancel, and -EPERM for a frame ticker's
+ * timer (named by a handle the library never gives out), which only its
+ * ticker arms; on error the timer is unchanged. O(log n).
  */
 int tk_loop_reschedule(tk_loop *loop, tk_timer_id timer,
                        const tk_timer_spec *spec);

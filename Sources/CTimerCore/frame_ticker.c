@@ -222,7 +222,7 @@ static tk_timer_spec spec_for(int64_t deadline, tk_mode_set modes) {
 static int rearm(tk_frame_ticker *ticker, tk_mode_set modes) {
     if (ticker->in_callback) return 0;
     tk_timer_spec spec = spec_for(ticker->grid.paused ? INT64_MAX : ticker->grid.next, modes);
-    int result = tk_loop_reschedule(ticker->loop, ticker->timer, &spec);
+    int result = tk__timers_rearm_ticker(ticker->loop, ticker->timer, &spec);
     return result == -ENOENT ? 0 : result;
 }
 

@@ -231,6 +231,10 @@ TK__INTERNAL void tk__timers_init(tk_loop *loop);
 TK__INTERNAL int tk__mode_index(tk_mode_set modes);
 /* A handle key no other loop created by this process has (for 2^32 loops). */
 TK__INTERNAL uint32_t tk__next_handle_key(void);
+/* tk_loop_reschedule for a frame ticker's own timer, which the public call
+ * refuses (-EPERM); this refuses any other timer the same way. */
+TK__INTERNAL int tk__timers_rearm_ticker(tk_loop *loop, tk_timer_id timer,
+                                         const tk_timer_spec *spec);
 /* Frees the table, handing each live timer's context to the release handler. */
 TK__INTERNAL void tk__timers_free(tk_loop *loop);
 

@@ -566,7 +566,9 @@ int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn) {
     return 0;
 }
 
-int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec) {
+/* tk_loop_reschedule; `ticker` for a frame ticker re-arming its own timer,
+ * which is the only caller that may reschedule one. */
+static int reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec, int ticker) {
     if (loop == NULL) return -EINVAL;
     int result = check_spec(spec);
     if (result < 0) return result;
@@ -576,6 +578,10 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec)
     tk_timer_spec kept;
     if (timer == NULL) {
         result = -ENOENT;
+    } else if ((timer->fn == tk__frame_ticker_fire) != ticker) {
+        /* A frame ticker's timer, named by a guessed handle: its ticker
+         * arms it, on its grid, and would not know of the change. */
+        result = -EPERM;
     } else if (spec->flags & TK_TIMER_KEEP_DEADLINE) {
         /* The deadline it has now, as an absolute first fire: read under
          * the lock that firing takes, so that it is not one just spent. */
@@ -597,6 +603,14 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec)
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
+}
+
+int tk_loop_reschedule(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec) {
+    return reschedule(loop, id, spec, 0);
+}
+
+int tk__timers_rearm_ticker(tk_loop *loop, tk_timer_id id, const tk_timer_spec *spec) {
+    return reschedule(loop, id, spec, 1);
 }
 
 int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {

@@ -924,6 +924,53 @@ static void test_timer_taken_by_handle_stops_the_ticker(void) {
     }
 }
 
+/* tk_loop_reschedule through a guessed handle of a ticker's timer, in each
+ * form a spec can take, is refused with -EPERM, and the ticker goes on as
+ * if nothing had been asked: its frames stay on its grid, on time, and its
+ * timer keeps the deadline, leeway and modes the ticker gave it. */
+static void test_timer_reschedule_by_handle_is_refused(void) {
+    const tk_timer_spec specs[] = {
+        {.delay_ns = 3600 * 1000 * MS},                        /* far later */
+        {.delay_ns = 1, .interval_ns = MS},                    /* repeating, at once */
+        {.clock = TK_CLOCK_MONOTONIC, .leeway_ns = 500 * MS,   /* the same deadline, late */
+         .flags = TK_TIMER_KEEP_DEADLINE},
+        {.deadline_ns = START, .flags = TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE},
+        {.delay_ns = 5 * MS, .modes = 0},                      /* in its modes, earlier */
+        {.delay_ns = 5 * MS, .modes = TK_MODES(3)},            /* in a mode it is not in */
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        static recorder r;
+        recorder_init(&r);
+        tk_loop *loop = manual_loop();
+        tk_frame_ticker_spec spec = {.rate = fixed(100)};
+        tk_frame_ticker *ticker = NULL;
+        CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+        CHECK_EQ(tk_loop_advance(loop, 0, 15 * MS), 1); /* frame 0 at 10 ms */
+        tk_timer_id timer = ticker_timer(loop);
+        tk_timer_info before, after;
+        CHECK_EQ(tk_loop_timer_info(loop, timer, &before), 0);
+        CHECK_EQ(tk_loop_reschedule(loop, timer, &specs[i]), -EPERM);
+        CHECK_EQ(tk_loop_timer_info(loop, timer, &after), 0);
+        CHECK_EQ(after.deadline_ns, before.deadline_ns);
+        CHECK_EQ(after.interval_ns, 0);
+        CHECK_EQ(after.leeway_ns, 0);
+        CHECK_EQ(after.modes, before.modes);
+        /* Frames 1 to 4 at 20, 30, 40 and 50 ms, each on time. */
+        CHECK_EQ(tk_loop_advance(loop, 0, 40 * MS), 4);
+        CHECK_EQ(atomic_load(&r.count), 5);
+        for (int frame = 1; frame < 5; frame++) {
+            CHECK_FRAME(&r, frame, (frame + 1) * 10, 0);
+            CHECK_EQ(r.frames[frame].now_ns, r.frames[frame].timestamp_ns);
+        }
+        tk_frame_ticker_info info = info_of(ticker);
+        CHECK_EQ(info.error, 0);
+        CHECK_EQ(info.next_timestamp_ns, START + 60 * MS);
+        CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+        CHECK_EQ(atomic_load(&r.releases), 1);
+    }
+}
+
 /* Holds its callback until the test opens the gate. */
 static atomic_int g_gate, g_in_callback;
 static void wait_at_gate(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame, void *context) {
@@ -986,6 +1033,7 @@ static const test_case tests[] = {
     {"no_rung_below_the_minimum", test_no_rung_below_the_minimum, 60},
     {"error_stops_the_ticker", test_error_stops_the_ticker, 60},
     {"timer_taken_by_handle_stops_the_ticker", test_timer_taken_by_handle_stops_the_ticker, 60},
+    {"timer_reschedule_by_handle_is_refused", test_timer_reschedule_by_handle_is_refused, 60},
     {"destroy_while_a_callback_runs", test_destroy_while_a_callback_runs, 60},
 };
 
