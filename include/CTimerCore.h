@@ -26,11 +26,14 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
- *      12  tk_loop_reschedule refuses a frame ticker's timer, named by a
- *          guessed handle, with -EPERM, and leaves it as it was (it took
- *          the new spec, which the ticker did not know of: a later
- *          deadline held its frames back, a leeway made them late, and
- *          the ticker went on reporting its own grid).
+ *      12  A precise run leaves a SCHED_DEADLINE thread's policy alone (it
+ *          gave the thread SCHED_FIFO, and left it there after the run, as
+ *          the kernel refuses SCHED_DEADLINE through the call that puts a
+ *          policy back). tk_loop_reschedule refuses a frame ticker's
+ *          timer, named by a guessed handle, with -EPERM, and leaves it
+ *          as it was (it took the new spec, which the ticker did not know
+ *          of: a later deadline held its frames back, a leeway made them
+ *          late, and the ticker went on reporting its own grid).
  *      11  Fixes to what the header always said, which no code could be
  *          made to fail loudly for: a precise loop's run puts back the
  *          thread's scheduling policy and priority as the kernel had them
@@ -687,6 +690,8 @@ typedef struct tk_precision {
      * it runs the loop (see tk_loop_set_precision). Callbacks then run at
      * that priority too, and a callback that never blocks can starve other
      * work on its CPU (the kernel's real-time throttling leaves others 5 %).
+     * A thread running under SCHED_DEADLINE keeps that policy, which runs
+     * ahead of every SCHED_FIFO thread already.
      */
     int realtime_priority;
     /** Must be 0. */
@@ -719,7 +724,8 @@ typedef struct tk_precision {
  * flags, and -EPERM if the process may not run a thread at that SCHED_FIFO
  * priority (no CAP_SYS_NICE, and RLIMIT_RTPRIO below it): this is checked
  * here, by starting a thread with that policy, and the loop's settings stay
- * as they were. If the permission is gone by the time the loop's thread
+ * as they were (a thread that may not start threads, one running under
+ * SCHED_DEADLINE, gets the error of starting one, -EAGAIN). If the permission is gone by the time the loop's thread
  * applies it, tk_loop_run returns -EPERM (before its first pass, or at the
  * pass that applies a change). Never ignored silently.
  */

@@ -39,6 +39,11 @@
 #define MIN_FIFO_PRIORITY 1
 #define MAX_FIFO_PRIORITY 99
 
+/* The kernel's number for the policy, for C libraries that do not name it. */
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
 /* ---- Settings ---------------------------------------------------------------- */
 
 static void *probe_thread(void *argument) { return argument; }
@@ -124,19 +129,23 @@ static int tune(tk_loop *loop) {
         loop->saved_slack = (unsigned long)slack;
         loop->tuned_slack = 1;
     }
+    if (want_fifo && !loop->tuned_policy) {
+        /* What the thread has, asked of the kernel (for the calling thread
+         * on Linux): pthread_getschedparam answers from a copy that only
+         * pthread_setschedparam updates, so it misses a change made with
+         * sched_setscheduler. The policy keeps its SCHED_RESET_ON_FORK
+         * flag. */
+        struct sched_param saved;
+        int policy = sched_getscheduler(0);
+        if (policy < 0 || sched_getparam(0, &saved) < 0) return -errno;
+        loop->saved_policy = policy;
+        loop->saved_priority = saved.sched_priority;
+        /* A SCHED_DEADLINE thread keeps its policy: it runs ahead of every
+         * SCHED_FIFO thread already, and only sched_setattr, with its
+         * runtime, deadline and period, would give it back. */
+        if ((policy & ~SCHED_RESET_ON_FORK) == SCHED_DEADLINE) want_fifo = 0;
+    }
     if (want_fifo) {
-        if (!loop->tuned_policy) {
-            /* What the thread has, asked of the kernel (for the calling
-             * thread on Linux): pthread_getschedparam answers from a copy
-             * that only pthread_setschedparam updates, so it misses a
-             * change made with sched_setscheduler. The policy keeps its
-             * SCHED_RESET_ON_FORK flag. */
-            struct sched_param saved;
-            int policy = sched_getscheduler(0);
-            if (policy < 0 || sched_getparam(0, &saved) < 0) return -errno;
-            loop->saved_policy = policy;
-            loop->saved_priority = saved.sched_priority;
-        }
         /* SCHED_RESET_ON_FORK stays on: clearing it takes CAP_SYS_NICE,
          * which RLIMIT_RTPRIO alone does not give. */
         struct sched_param param = {.sched_priority = loop->precision_priority};

@@ -23,7 +23,9 @@ public struct LoopPrecision: Sendable, Hashable, CustomStringConvertible {
     /// `nil`: the thread's scheduling policy is left alone. 1 to 99: the
     /// thread running the loop takes `SCHED_FIFO` at this priority while it
     /// runs the loop, and the loop's actions run at it too: an action that
-    /// never blocks can then starve other work on its CPU.
+    /// never blocks can then starve other work on its CPU. A thread running
+    /// under `SCHED_DEADLINE` keeps that policy, which runs ahead of every
+    /// `SCHED_FIFO` thread already.
     public var realtimePriority: Int?
 
     /// A precision with the given margin and, if any, real-time priority.

@@ -992,6 +992,41 @@ static void run_from_policy(tk_loop *loop, int policy, int priority) {
     CHECK_EQ(param.sched_priority, priority);
 }
 
+/* The kernel's struct sched_attr, as far as SCHED_DEADLINE needs it. */
+typedef struct deadline_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} deadline_attr;
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+/* A precise run on a SCHED_DEADLINE thread leaves its policy, runtime,
+ * deadline and period as they are, during the run and after it. */
+static void run_from_deadline(tk_loop *loop) {
+    deadline_attr set = {.size = sizeof set, .policy = SCHED_DEADLINE,
+                         .runtime = 10 * MS, .deadline = 30 * MS, .period = 30 * MS};
+    CHECK_EQ(syscall(SYS_sched_setattr, 0, &set, 0), 0);
+    thread_seen seen = {.policy = -1};
+    tk_timer_id id;
+    tk_timer_spec soon = {.delay_ns = MS, .flags = TK_TIMER_PRECISE};
+    CHECK_EQ(tk_loop_schedule(loop, &soon, look_at_kernel, &seen, &id), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+    CHECK_EQ(seen.policy, SCHED_DEADLINE);
+    deadline_attr after = {0};
+    CHECK_EQ(syscall(SYS_sched_getattr, 0, &after, sizeof after, 0), 0);
+    CHECK_EQ(after.policy, SCHED_DEADLINE);
+    CHECK_EQ(after.runtime, set.runtime);
+    CHECK_EQ(after.deadline, set.deadline);
+    CHECK_EQ(after.period, set.period);
+    struct sched_param other = {0};
+    CHECK_EQ(sched_setscheduler(0, SCHED_OTHER, &other), 0);
+}
+
 static void realtime_puts_back_kernel_policy(void) {
     if (!fifo_allowed(10)) {
         /* CI runs as root; elsewhere only the refusal can be checked. */
@@ -1014,8 +1049,12 @@ static void realtime_puts_back_kernel_policy(void) {
         run_from_policy(loop, SCHED_IDLE, 0);
         run_from_policy(loop, SCHED_BATCH | SCHED_RESET_ON_FORK, 0);
         run_from_policy(loop, SCHED_OTHER, 0);
+        /* SCHED_DEADLINE needs it too. */
+        run_from_deadline(loop);
+        run_from_policy(loop, SCHED_OTHER, 0);
     } else {
-        printf("no CAP_SYS_NICE: SCHED_IDLE and SCHED_RESET_ON_FORK were not checked\n");
+        printf("no CAP_SYS_NICE: SCHED_IDLE, SCHED_RESET_ON_FORK and SCHED_DEADLINE were not "
+               "checked\n");
     }
     CHECK_EQ(tk_loop_destroy(loop), 0);
     printf("the policy set with sched_setscheduler between runs was put back after each\n");
