@@ -851,8 +851,10 @@ int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
  * Returns 1 with the context handed back, 0 while a callback of the timer
  * runs, as tk_loop_cancel_take does; -ENOENT for a record that holds no
  * live timer of this loop: one never scheduled (zeroed), one the loop is
- * done with, one another loop holds, and for a timer that is cancelled, or
- * is a one-shot that fired (as its handle would); -EINVAL for a NULL loop,
+ * done with, one another loop holds (the record names its loop by a key
+ * that no other of the first 2^32 loops a process creates has), and for a
+ * timer that is cancelled, or is a one-shot that fired (as its handle
+ * would); -EINVAL for a NULL loop,
  * record or context, or a misaligned record. Which loop holds a record is
  * read from the record, where it stays put while that loop holds it (the
  * rest is read only once the record is known to be this loop's), so the
