@@ -34,7 +34,9 @@
 #      on after a SIGSTOP during which the terminal was reset; its window
 #      closed while it ignores SIGHUP, it quits and says it cannot write; a window
 #      smaller than the screen shows its first lines, cut at the edge, never
-#      scrolled.
+#      scrolled; a state path of CJK characters (two columns each) or of
+#      combining accents (none) in a message is cut by columns, its row the
+#      message's first columns, whole.
 #
 # Waits poll the screen until what is expected shows up or a generous time
 # limit passes; nothing asserts how fast the machine is.
@@ -407,6 +409,46 @@ if wait_for '^Frames       ' && sleep 1; then
 else
     fail "the demo runs in an 80x12 window"
 fi
+
+# Outside text on the screen (the state file's path in "could not restore
+# PATH: ..."), cut by the columns a terminal gives it: a CJK character
+# takes two, a combining accent none. In a window whose edge falls inside
+# the path, the message row is the message's first columns, whole (a wide
+# character that would cross the edge left out, the row a column short),
+# never its end written over the last column, and no row runs over.
+# cut_row_check NAME DIRECTORY COUNT SHOWN: the path is
+# $WORK/DIRECTORY/demo.state; the window ends COUNT columns into
+# DIRECTORY, where the row must end with SHOWN.
+cut_row_check() {
+    local name=$1 directory=$2 count=$3 prefix width row widest
+    mkdir -p "$WORK/$directory"
+    printf 'not a cooldown file' >"$WORK/$directory/demo.state"
+    prefix="could not restore $WORK/"
+    width=$((${#prefix} + count))
+    start_sized "$width" 14 "$TIMERKIT" demo --state "$WORK/$directory/demo.state"
+    if wait_for '^could not restore ' 10; then
+        row=$(screen | grep -m 1 '^could not restore ' || true)
+        check "$name: in a $width-column window the message row is its first columns, whole ($row)" \
+            test "$row" = "$prefix$4"
+        widest=$(screen | LC_ALL=C.UTF-8 wc -L)
+        check "... no row runs over the window ($widest columns at most)" \
+            test "$widest" -le "$(tmux -L "$SOCKET" display -p -t term '#{pane_width}')"
+        check "... and the screen keeps its rows (the title first, the frame line ninth)" \
+            test "$(screen | head -n 1 | cut -c1-13)" = "TimerKit demo" -a "$(screen | sed -n 9p | cut -c1-6)" = "Frames"
+        keys q
+        wait_for '^program exited with ' 10 >/dev/null || true
+    else
+        fail "$name: the demo says it could not restore the state file"
+    fi
+}
+# Fifteen columns into eight CJK characters: seven of them (fourteen
+# columns), the eighth left out rather than split, and nothing after it.
+cut_row_check "a CJK path" "计时器的状态目录" 15 "计时器的状态目"
+# Ten columns into "é" written as e and a combining accent: nine of them,
+# each one column (two scalars), the tenth not put in the last column.
+accents=""
+for _ in $(seq 1 20); do accents+=$'e\xcc\x81'; done
+cut_row_check "a path with combining accents" "$accents" 10 "${accents:0:$((9 * ${#accents} / 20))}"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

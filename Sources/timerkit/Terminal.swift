@@ -122,18 +122,30 @@ final class Terminal {
         return result == 0 && size.ws_col > 0 ? Int(size.ws_col) : nil
     }
 
-    /// `line` cut after its first `width` characters (all of it without a
+    /// `line` cut to its first `width` columns (all of it without a
     /// width), keeping every escape sequence (`ESC [ ... final`), so that a
     /// style the line turns off is still turned off; and whether the line
-    /// reaches the last column. (A character counts one column: the lines
-    /// drawn are ASCII.)
+    /// reaches the last column. Each character counts the columns a
+    /// terminal gives it (``columns(of:)``), and the cut never splits one:
+    /// a wide character that would take the last column and one past it is
+    /// left out, with all that follows, so that the row ends a column short
+    /// rather than run over; combining marks (zero columns) stay with the
+    /// character before them. A character with such marks is not put in the
+    /// last column either, as terminals differ in the cell its marks join
+    /// there (with line wrap off, tmux puts them on the one before).
+    ///
+    /// The line's own text is printable: outside text in it went through
+    /// ``printable(_:)``, so that every `ESC` in it starts one of the
+    /// line's own sequences.
     static func cut(_ line: String, to width: Int?) -> (text: String, fillsRow: Bool) {
         guard let width else { return (line, false) }
+        let scalars = Array(line.unicodeScalars)
         var text = String.UnicodeScalarView()
         var shown = 0
+        var full = false
         var inEscape = false
         var afterEscape = false
-        for scalar in line.unicodeScalars {
+        for (index, scalar) in scalars.enumerated() {
             if afterEscape {
                 afterEscape = false
                 inEscape = scalar == "["
@@ -145,13 +157,73 @@ final class Terminal {
             } else if scalar == "\u{1B}" {
                 afterEscape = true
                 text.append(scalar)
-            } else if shown < width {
-                shown += 1
-                text.append(scalar)
+            } else if !full {
+                let columns = columns(of: scalar)
+                let next = index + 1 < scalars.count ? scalars[index + 1] : nil
+                if shown + columns > width
+                    || (columns > 0 && shown + columns == width
+                        && next.map { $0 != "\u{1B}" && Self.columns(of: $0) == 0 } == true)
+                {
+                    full = true
+                } else {
+                    shown += columns
+                    text.append(scalar)
+                }
             }
         }
         return (String(text), shown >= width)
     }
+
+    /// The columns `scalar` takes on a terminal, as the C library's
+    /// `wcwidth` counts them in a UTF-8 locale (tmux, and the terminals
+    /// that use it, count so): 2 for the East Asian wide and fullwidth
+    /// characters (CJK ideographs and punctuation, kana, Hangul syllables,
+    /// fullwidth forms) and the emoji shown as pictures; 0 for combining
+    /// marks, format characters (a zero-width space or joiner) and the
+    /// Hangul vowels and finals that join a syllable, and for a control
+    /// character, which shows nothing of its own; 1 for the rest.
+    ///
+    /// From a table and the scalar's Unicode properties rather than from
+    /// `wcwidth` itself, which depends on the process's locale: it answers
+    /// -1 for every non-ASCII character in the "C" locale a program starts
+    /// in, and a static build may have no locale data to switch to.
+    static func columns(of scalar: Unicode.Scalar) -> Int {
+        let value = scalar.value
+        if (0x20..<0x7F).contains(value) { return 1 }
+        switch scalar.properties.generalCategory {
+        case .control, .nonspacingMark, .enclosingMark:
+            return 0
+        case .format where !shownFormatCharacters.contains(value):
+            return 0
+        default:
+            break
+        }
+        if zeroWidth.contains(where: { $0.contains(value) }) { return 0 }
+        // Regional indicators (flags' halves) are emoji but one column each.
+        if scalar.properties.isEmojiPresentation && !(0x1F1E6...0x1F1FF).contains(value) { return 2 }
+        return wide.contains(where: { $0.contains(value) }) ? 2 : 1
+    }
+
+    /// The format characters that show, one column each: the soft hyphen
+    /// and the prepended concatenation marks (Arabic, Syriac, Kaithi).
+    private static let shownFormatCharacters: Set<UInt32> = [
+        0xAD, 0x600, 0x601, 0x602, 0x603, 0x604, 0x605, 0x6DD, 0x70F, 0x890, 0x891, 0x8E2, 0x110BD, 0x110CD,
+    ]
+    /// The Hangul jamo vowels and finals, which join the syllable before.
+    private static let zeroWidth: [ClosedRange<UInt32>] = [0x1160...0x11FF, 0xD7B0...0xD7FF]
+    /// East Asian wide and fullwidth characters, beyond the emoji: Hangul
+    /// initials; angle brackets; CJK radicals, symbols and punctuation,
+    /// kana, bopomofo, enclosed CJK, ideographs and Yi; Hangul syllables;
+    /// compatibility ideographs; vertical, small and fullwidth forms;
+    /// Tangut, Khitan, Nushu and kana supplements; enclosed ideographs; the
+    /// supplementary ideographic planes.
+    private static let wide: [ClosedRange<UInt32>] = [
+        0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0xA4CF, 0xA960...0xA97F,
+        0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
+        0xFFE0...0xFFE6, 0x16FE0...0x16FE4, 0x16FF0...0x16FF1, 0x17000...0x18CFF, 0x18D00...0x18D08,
+        0x1AFF0...0x1B2FF, 0x1F200...0x1F202, 0x1F210...0x1F23B, 0x1F240...0x1F248, 0x1F250...0x1F251,
+        0x1F260...0x1F265, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
+    ]
 
     private func write(_ text: String) {
         Output.write(text)
