@@ -26,7 +26,9 @@
 #      true time left; bad options (values out of range too), a corrupt
 #      state file, an unwritable state file (a cooldown not saved is shown,
 #      and said at exit with status 1) and a missing terminal (standard
-#      input or output) give clear messages, never a crash;
+#      input or output) give clear messages, never a crash; a state path
+#      with control characters (a newline, ESC, a C1 CSI) is shown with
+#      them escaped, on the screen and on standard error;
 #   8. the ways out a program sees put the terminal back (cooked mode, the
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
@@ -276,6 +278,35 @@ printf 'not a cooldown file' >"$WORK/corrupt.state"
 out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>&1 || true)
 check "a corrupt state file is reported and the demo runs" grep -qE "^could not restore .*corrupt.state: " <<<"$out"
 check "the corrupt state file is left as it was" test "$(cat "$WORK/corrupt.state")" = "not a cooldown file"
+
+# Outside text with control characters (a newline, a tab, ESC and a C1
+# CSI starting escape sequences, a backslash) in the state file's path:
+# shown escaped, on the screen and on standard error, never acted on.
+CONTROL_DIR=$'ctl\n\t\e[2J\e[31m\xc2\x9b7m\\x'
+CONTROL_SHOWN='ctl\n\t\e[2J\e[31m\u{9B}7m\\x'
+mkdir -p "$WORK/$CONTROL_DIR"
+printf 'not a cooldown file' >"$WORK/$CONTROL_DIR/demo.state"
+start "$TIMERKIT" demo --state "$WORK/$CONTROL_DIR/demo.state"
+check "a path with control characters is shown escaped ($CONTROL_SHOWN)" \
+    wait_for_text "could not restore $WORK/$CONTROL_SHOWN/demo.state: " 10
+check "... on one row, the screen's rows in place" \
+    test "$(screen | grep -c '^could not restore ')" -eq 1 -a "$(screen | sed -n 11p | cut -c1-17)" = "could not restore" \
+    -a "$(screen | head -n 1 | cut -c1-13)" = "TimerKit demo"
+keys q
+wait_for '^program exited with ' 10 >/dev/null || true
+# Not saved (its folder missing): the line at exit, on standard error.
+start sh -c 'exec "$0" demo --state "$1" 2>"$2"' "$TIMERKIT" "$WORK/$CONTROL_DIR/missing/demo.state" "$WORK/control.err"
+if wait_for '^Code         press s to send a code$'; then
+    keys s
+    check "... s with the state's folder missing: the save fails" wait_for '^code sent, but not saved: ' 10
+    keys q
+    wait_for '^program exited with ' 10 >/dev/null || true
+    check "... and so on standard error at exit ($(head -c 200 "$WORK/control.err"))" \
+        grep -qxF "timerkit demo: the code's cooldown was not saved to $WORK/$CONTROL_SHOWN/missing/demo.state: open failed: No such file or directory (ENOENT)" "$WORK/control.err"
+    check "... one line, with no ESC in it" test "$(wc -l <"$WORK/control.err")" -eq 1 -a -z "$(grep -F $'\e' "$WORK/control.err")"
+else
+    fail "the demo starts with a state path with control characters"
+fi
 
 # A state file that cannot be written (its folder missing), or that is a
 # folder: the failed save shows on the screen while the cooldown runs, and

@@ -570,6 +570,9 @@ subcommand_refuses() {
 }
 subcommand_refuses "unknown option --json" clocks --json
 subcommand_refuses "unknown option now" clocks now --help
+# An argument is outside text: shown with its control characters escaped,
+# never acted on by the terminal that shows standard error.
+subcommand_refuses 'unknown option \e[2J\n' demo $'\e[2J\n'
 # trusted-time's three forms (--server, --no-sync, --clocks) do not mix,
 # and a timeout out of range is refused rather than clamped.
 subcommand_refuses "--clocks takes no other option (got --server)" trusted-time --clocks --server localhost
@@ -649,7 +652,7 @@ PASSED=$((PASSED + 3))
     fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
 PASSED=$((PASSED + 1))
 rm -rf "$TIMERKIT_SCRATCH"
-end_stage "timerkit ran; --help and clocks --help, 9 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
+end_stage "timerkit ran; --help and clocks --help, 10 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

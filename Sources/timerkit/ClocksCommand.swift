@@ -21,7 +21,7 @@ enum ClocksCommand: Subcommand {
     static func run(_ arguments: ArraySlice<String>) -> Int32 {
         // As the other commands read theirs: the first one decides.
         if let argument = arguments.first {
-            guard argument == "-h" || argument == "--help" else { return usageError("unknown option \(argument)") }
+            guard argument == "-h" || argument == "--help" else { return usageError("unknown option \(printable: argument)") }
             Output.write(usage)
             return 0
         }
@@ -66,7 +66,7 @@ enum ClocksCommand: Subcommand {
         do throws(TimerError) {
             lines.append("boot id (BootClock.bootID):        \(try BootClock.bootID())")
         } catch {
-            failures.append("boot id: \(error)")
+            failures.append("boot id: \(printable: error)")
         }
 
         var slack: Int64 = 0

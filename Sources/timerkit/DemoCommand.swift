@@ -70,7 +70,7 @@ enum DemoCommand: Subcommand {
                 Output.write(usage)
                 return 0
             default:
-                return usageError("unknown option \(argument)")
+                return usageError("unknown option \(printable: argument)")
             }
         }
         return reportingErrors { try Demo(options: options).run() }
@@ -136,7 +136,7 @@ private final class Demo: @unchecked Sendable {
         } catch .stateFileNotFound {
             // First run.
         } catch {
-            screen.message = "could not restore \(options.statePath): \(error)"
+            screen.message = "could not restore \(printable: options.statePath): \(printable: error)"
         }
         try startTimers()
         if let after = options.printAfter {
@@ -161,7 +161,8 @@ private final class Demo: @unchecked Sendable {
         // A cooldown the user was told about but that a restart would not
         // find: said where it outlives the screen, with a failing status.
         if let saveFailure {
-            printError("timerkit demo: the code's cooldown was not saved to \(options.statePath): \(saveFailure)")
+            printError(
+                "timerkit demo: the code's cooldown was not saved to \(printable: options.statePath): \(printable: saveFailure)")
             return 1
         }
         return 0
@@ -225,7 +226,7 @@ private final class Demo: @unchecked Sendable {
                     try loop.perform(after: .zero) { [unowned self] in drag() }
                 } catch {
                     screen.dragRequested = false
-                    screen.message = "the drag failed: \(error)"
+                    screen.message = "the drag failed: \(printable: error)"
                 }
             }
         case UInt8(ascii: "s"):
@@ -237,7 +238,7 @@ private final class Demo: @unchecked Sendable {
                     screen.message = "code sent"
                     saveFailure = nil
                 } catch {
-                    screen.message = "code sent, but not saved: \(error)"
+                    screen.message = "code sent, but not saved: \(printable: error)"
                     saveFailure = error
                 }
             }
@@ -256,7 +257,7 @@ private final class Demo: @unchecked Sendable {
         do {
             try loop.run(mode: .tracking)
         } catch {
-            screen.message = "the drag failed: \(error)"
+            screen.message = "the drag failed: \(printable: error)"
         }
         screen.dragging = false
         if screen.quit { loop.stop() }  // "q" during the drag: the main run too

@@ -68,7 +68,7 @@ enum FpsCommand: Subcommand {
                 Output.write(usage)
                 return 0
             default:
-                return usageError("unknown option \(argument)")
+                return usageError("unknown option \(printable: argument)")
             }
         }
         return reportingErrors { try FpsRun(options: options).run() }

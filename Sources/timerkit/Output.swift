@@ -111,6 +111,44 @@ func printError(_ message: String) {
     _ = writeAll(2, message + "\n")
 }
 
+/// `text` as it may be shown: outside text (a path, an argument, an
+/// error's description, any of which may hold what a file name can) with
+/// every character that would act on a terminal rather than show written
+/// as an escape, so that it can neither move the cursor, nor start an
+/// escape sequence, nor break a line or a screen in two. Those are the C0
+/// and C1 control characters and DEL (`\t`, `\n`, `\r` and `\e` for tab,
+/// newline, carriage return and escape, `\u{9B}` for the others), the line
+/// and paragraph separators, and the bidirectional controls, which reorder
+/// what follows (`\u{202E}`); a backslash is doubled, so that what shows
+/// tells `\n` from a newline. Everything else is kept as it is.
+///
+/// Every message that embeds outside text, on the screen or on standard
+/// error, takes it through here, by `"\(printable: value)"`.
+func printable(_ text: String) -> String {
+    var out = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        switch scalar.value {
+        case 0x5C: out += #"\\"#.unicodeScalars
+        case 0x09: out += #"\t"#.unicodeScalars
+        case 0x0A: out += #"\n"#.unicodeScalars
+        case 0x0D: out += #"\r"#.unicodeScalars
+        case 0x1B: out += #"\e"#.unicodeScalars
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+            out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars
+        default: out.append(scalar)
+        }
+    }
+    return String(out)
+}
+
+extension DefaultStringInterpolation {
+    /// Appends `value`'s description made printable (see ``printable(_:)``):
+    /// the way a message embeds a path, an argument or an error.
+    mutating func appendInterpolation<Value>(printable value: Value) {
+        appendLiteral(printable(String(describing: value)))
+    }
+}
+
 /// `text` padded with spaces to `width` (on the left when `right` is set).
 func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     let count = text.count
@@ -170,7 +208,8 @@ indirect enum JSON: Sendable {
             case "\n": out += "\\n"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 {
+                // C1 controls too: a terminal may act on them as on ESC.
+                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
                     out += String(format: "\\u%04x", scalar.value)
                 } else {
                     out.unicodeScalars.append(scalar)

@@ -15,13 +15,13 @@ extension Subcommand {
         return 64
     }
 
-    /// Runs `body`, printing what it throws as `timerkit NAME: error` and
-    /// returning 1 then.
+    /// Runs `body`, printing what it throws as `timerkit NAME: error` (the
+    /// error made printable) and returning 1 then.
     static func reportingErrors(_ body: () throws -> Int32) -> Int32 {
         do {
             return try body()
         } catch {
-            printError("timerkit \(name): \(error)")
+            printError("timerkit \(name): \(printable: error)")
             return 1
         }
     }

@@ -91,7 +91,7 @@ enum TrustedTimeCommand: Subcommand {
                 Output.write(usage)
                 return 0
             default:
-                return usageError("unknown option \(argument)")
+                return usageError("unknown option \(printable: argument)")
             }
         }
         // The three forms of the usage do not mix.

@@ -56,7 +56,7 @@ func runCommand(_ arguments: [String]) -> Int32 {
         Output.write(usage)
         return 0
     default:
-        return refuse("unknown command \(command)")
+        return refuse("unknown command \(printable: command)")
     }
 }
 

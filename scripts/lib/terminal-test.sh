@@ -125,6 +125,11 @@ wait_for() {
     return 1
 }
 
+# wait_for_text TEXT [SECONDS]: wait_for a line holding TEXT as it is.
+wait_for_text() {
+    wait_for "$(printf '%s' "$1" | sed 's/[][\\.*^$+?(){}|]/\\&/g')" "${2:-30}"
+}
+
 # field REGEX: the first number captured by REGEX's group on the screen now.
 # (The sed delimiter is a control character, so REGEX may hold / and |.)
 field() {
