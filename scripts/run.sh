@@ -61,10 +61,12 @@ echo "=== swift build -c release --product timerkit"
 swift build -c release --product timerkit
 echo "=== .build/release/timerkit clocks"
 .build/release/timerkit clocks
-DEMO_STATE=$(mktemp "${TMPDIR:-/tmp}/timerkit-demo.XXXXXX")
+# A state file not there yet (an empty one is not a state file: the demo
+# would leave it alone and say it could not restore it, status 1).
+DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/timerkit-demo.XXXXXX")
 echo "=== .build/release/timerkit demo --print-after 2 (interactive: .build/release/timerkit demo)"
-.build/release/timerkit demo --print-after 2 --sale-seconds 90 --state "$DEMO_STATE"
-rm -f "$DEMO_STATE"
+.build/release/timerkit demo --print-after 2 --sale-seconds 90 --state "$DEMO_DIR/demo.state"
+rm -rf "$DEMO_DIR"
 echo "=== .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json"
 .build/release/timerkit fps --rate 60 --seconds 3 --work-ms 4 --jank 5 --json
 # Builds one of Benchmarks/' programs in release and runs it with `args`.

@@ -24,7 +24,8 @@
 #      also during the drag;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
 #      true time left; bad options (values out of range too), a corrupt
-#      state file, an unwritable state file (a cooldown not saved is shown,
+#      state file (left as it is, never saved over, and said at exit with
+#      status 1, also after `s`), an unwritable state file (a cooldown not saved is shown,
 #      and said at exit with status 1) and a missing terminal (standard
 #      input or output) give clear messages, never a crash; a state path
 #      with control characters (a newline, ESC, a C1 CSI) is shown with
@@ -275,9 +276,42 @@ else
 fi
 
 printf 'not a cooldown file' >"$WORK/corrupt.state"
-out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>&1 || true)
+status=0
+out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state" 2>"$WORK/corrupt.err") || status=$?
 check "a corrupt state file is reported and the demo runs" grep -qE "^could not restore .*corrupt.state: " <<<"$out"
 check "the corrupt state file is left as it was" test "$(cat "$WORK/corrupt.state")" = "not a cooldown file"
+check "... said again on standard error, status 1 ($status: $(cat "$WORK/corrupt.err"))" test "$status" -eq 1 -a \
+    "$(cat "$WORK/corrupt.err")" = "timerkit demo: could not restore $WORK/corrupt.state: not a TimerKit cooldown state file (the file was left as it was)"
+
+# A state file that cannot be restored (corrupt; unreadable, unless root
+# reads it all the same) is never saved over: a code sent runs unsaved,
+# and at exit both are said, with status 1; the file is as it was.
+unreadable_states=("$WORK/corrupt.state")
+if [ "$(id -u)" -ne 0 ]; then
+    printf 'a file the demo may not read' >"$WORK/unreadable.state"
+    chmod 000 "$WORK/unreadable.state"
+    unreadable_states+=("$WORK/unreadable.state")
+fi
+# file_state FILE: its mode, size and time of change, and what it holds.
+file_state() { ls -l --time-style=+%s.%N "$1"; cat "$1" 2>/dev/null || true; }
+for state in "${unreadable_states[@]}"; do
+    before=$(file_state "$state")
+    start_sized 200 30 "$TIMERKIT" demo --state "$state"
+    if wait_for "^could not restore $state: "; then
+        check "state $(basename "$state"): the screen says it is left as it is ($LINE)" \
+            wait_for '^could not restore .*: .* \(left as it is: a code sent is not saved\)$' 2
+        keys s
+        check "state $(basename "$state"): s sends the code, not saved" wait_for '^Code         sent; resend in [0-9]+ s \(not saved\)$' 10
+        keys q
+        check "... q quits, saying the state file could not be restored and was left as it was" \
+            wait_for "^timerkit demo: could not restore $state: .* \(the file was left as it was\)$" 10
+        check "... and that the code's cooldown was not saved" wait_for "^timerkit demo: the code's cooldown was not saved to $state: " 2
+        check "... with status 1" wait_for '^program exited with 1$' 10
+        check "... the file as it was (mode, time, contents)" test "$(file_state "$state")" = "$before"
+    else
+        fail "the demo says it could not restore $state"
+    fi
+done
 
 # Outside text with control characters (a newline, a tab, ESC and a C1
 # CSI starting escape sequences, a backslash) in the state file's path:

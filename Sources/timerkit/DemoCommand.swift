@@ -10,7 +10,8 @@ import TimerKit
 ///     drag runs the loop in `.tracking`, beside a badge timer in `.default`
 ///     that waits, and fires once with its skipped count when the drag ends;
 ///   - a verification-code cooldown saved to a file, so that quitting and
-///     starting again shows the true time left;
+///     starting again shows the true time left (a file it cannot restore is
+///     left as it is, never saved over, and said at exit with status 1);
 ///   - the screen's own frame rate: a 30 Hz FrameTicker redraws it, and a
 ///     FrameRateMonitor reads its fps, p99 frame time, drops and hitches.
 ///
@@ -29,7 +30,10 @@ enum DemoCommand: Subcommand {
           mode), and a verification-code cooldown that survives a restart.
           Keys: q quits, d starts or ends the drag, s sends a code.
             --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state);
-                             a save that fails is shown, and said again at exit (status 1)
+                             a save that fails is shown, and said again at exit (status 1);
+                             a file that cannot be restored (corrupt, unreadable) is left as
+                             it is, never saved over: a code sent then is not saved, and the
+                             failure is said again at exit (status 1)
             --sale-seconds N the server's "remaining seconds" for the sale, 0 to 31536000
                              (a year; default 120)
             --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
@@ -95,6 +99,12 @@ private final class Demo: @unchecked Sendable {
     /// Why the last save of the code's cooldown failed; nil if it did not
     /// (or none was tried). Shown on the screen, and said at exit.
     var saveFailure: CountdownError?
+    /// Why the state file could not be restored at the start (there, but
+    /// corrupt or unreadable); nil if it was, or there was none. Such a
+    /// file is left as it is: the cooldowns never save over what they could
+    /// not read, so a code sent runs unsaved. Shown on the screen, and said
+    /// at exit.
+    var restoreFailure: CountdownError?
 
     /// What is on the screen (changed on the loop's thread only).
     struct Screen {
@@ -136,14 +146,16 @@ private final class Demo: @unchecked Sendable {
         } catch .stateFileNotFound {
             // First run.
         } catch {
-            screen.message = "could not restore \(printable: options.statePath): \(printable: error)"
+            restoreFailure = error
+            screen.message =
+                "could not restore \(printable: options.statePath): \(printable: error) (left as it is: a code sent is not saved)"
         }
         try startTimers()
         if let after = options.printAfter {
             try loop.run(for: .milliseconds(Int64(after * 1_000)))
             update()
             Output.line(lines(ansi: false).joined(separator: "\n"))
-            return 0
+            return reportStateFailures()
         }
         do {
             try terminal?.open()
@@ -158,14 +170,23 @@ private final class Demo: @unchecked Sendable {
             try loop.run()
         }
         terminal?.close()
-        // A cooldown the user was told about but that a restart would not
-        // find: said where it outlives the screen, with a failing status.
+        return reportStateFailures()
+    }
+
+    /// Says on standard error, where it outlives the screen, what went
+    /// wrong with the state file: a file that could not be restored (left
+    /// as it was) and a cooldown the user was told about but that a restart
+    /// would not find. Returns the exit status: 1 after either, else 0.
+    private func reportStateFailures() -> Int32 {
+        if let restoreFailure {
+            printError(
+                "timerkit demo: could not restore \(printable: options.statePath): \(printable: restoreFailure) (the file was left as it was)")
+        }
         if let saveFailure {
             printError(
                 "timerkit demo: the code's cooldown was not saved to \(printable: options.statePath): \(printable: saveFailure)")
-            return 1
         }
-        return 0
+        return restoreFailure == nil && saveFailure == nil ? 0 : 1
     }
 
     private func startTimers() throws {
@@ -237,6 +258,9 @@ private final class Demo: @unchecked Sendable {
                     try cooldowns.cooldown(key: "code", duration: .seconds(options.codeSeconds))
                     screen.message = "code sent"
                     saveFailure = nil
+                    // Saved: the cooldowns read the file first (it could be
+                    // read by now), and kept what it held.
+                    restoreFailure = nil
                 } catch {
                     screen.message = "code sent, but not saved: \(printable: error)"
                     saveFailure = error
