@@ -76,7 +76,7 @@ extension KernelClock {
     /// requirement, whose calls leave the caller's executor.
     nonisolated(nonsending)
     private func sleepOnCallersLoop(until deadline: Int64, tolerance: Duration?) async throws {
-        if let loop = TimerLoop.executing, !loop.isManual {
+        if let loop = TimerLoop.executingRealLoop {
             return try await Sleeper.sleepOnItsLoop(
                 loop, clock: Self.clockID, until: deadline, tolerance: tolerance)
         }

@@ -95,6 +95,16 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
         return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()
     }
 
+    /// The real (not manual) loop whose job the calling thread is running,
+    /// if any: the executor that a wait ended from that loop's thread should
+    /// prefer. A continuation resumes the task on its preferred executor, by
+    /// default the global one, which would then hop back to the loop; a task
+    /// that prefers the loop resumes onto the loop itself.
+    package static var executingRealLoop: TimerLoop? {
+        guard let loop = executing, !loop.isManual else { return nil }
+        return loop
+    }
+
     /// Makes the loop's runs call ``runJobs()`` when woken.
     func installJobRunner() {
         let result = tk_loop_set_wakeup_handler(handle, { _, context in

@@ -105,7 +105,7 @@ extension TimerLoop {
         async throws
     {
         if Clock.self == ManualClock.self && !isManual { throw TimerError.notManual }
-        if TimerLoop.executing === self && !isManual {
+        if TimerLoop.executingRealLoop === self {
             return try await Sleeper.sleepOnItsLoop(
                 self, clock: Clock.clockID, until: deadline.deadlineNanoseconds, tolerance: tolerance)
         }

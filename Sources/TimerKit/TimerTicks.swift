@@ -205,7 +205,7 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
     /// (as ``Sleeper/sleepOnItsLoop(_:clock:until:tolerance:)`` does).
     nonisolated(nonsending)
     func next() async throws(TimerError) -> Tick? {
-        if TimerLoop.executing === loop && !loop.isManual {
+        if TimerLoop.executingRealLoop === loop {
             return try await withTaskExecutorPreference(loop) { await waitForTick() }.get()
         }
         return try await waitForTick().get()

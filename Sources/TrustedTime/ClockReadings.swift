@@ -43,6 +43,14 @@ public protocol ClockReadings: Sendable {
     /// not short printable ASCII, or is empty, as a hash.
     var bootID: String? { get }
     /// Suspends until ``boot`` reads `deadline`, at most `tolerance` later.
+    ///
+    /// It runs on the caller's executor (`nonisolated(nonsending)`), so that
+    /// a sleep that resumes on that executor (as `TimerLoop`'s and TimerKit's
+    /// clocks' do from an actor or task on a real loop) ends there with no
+    /// hop. An implementation declared plain `async` still conforms: its
+    /// sleep leaves the caller's executor, and the task goes back to it
+    /// when the sleep ends.
+    nonisolated(nonsending)
     func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws
 }
 
@@ -57,6 +65,10 @@ extension ClockReadings {
     /// spin, or would wait for the machine's clock to catch up when ``boot``
     /// is ahead. Readings whose clocks move otherwise than in real time
     /// implement this themselves, as `LoopClockReadings` does.
+    ///
+    /// It runs on the caller's executor: see `BootClock`'s
+    /// `sleep(for:tolerance:)`.
+    nonisolated(nonsending)
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
         try await BootClock().sleep(for: deadline - boot, tolerance: tolerance)
     }
@@ -82,7 +94,9 @@ public struct SystemClockReadings: ClockReadings {
     public var bootID: String? { Self.cachedBootID }
 
     /// Sleeps on the `BootClock` until it reads `deadline`, at most
-    /// `tolerance` later.
+    /// `tolerance` later, on the caller's executor: from an actor or a task
+    /// on a real `TimerLoop`, on that loop, with no hop.
+    nonisolated(nonsending)
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
         try await BootClock().sleep(until: deadline, tolerance: tolerance)
     }

@@ -34,7 +34,11 @@ public struct LoopClockReadings: ClockReadings {
     /// The loop's wall clock, since the Unix epoch.
     public var wall: Duration { loop.now(.wall).offset }
 
-    /// Sleeps on the loop's boot clock.
+    /// Sleeps on the loop's boot clock (see `TimerLoop`'s
+    /// `sleep(until:tolerance:)`), on the caller's executor: from an actor or
+    /// a task on the loop (a real one), the sleep ends on the loop's thread
+    /// with no hop.
+    nonisolated(nonsending)
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
         try await loop.sleep(until: deadline, tolerance: tolerance)
     }

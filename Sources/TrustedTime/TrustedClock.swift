@@ -327,8 +327,19 @@ public final class TrustedClock: Clock, Sendable {
     /// followed when the boot-clock sleep under way ends, so a step forward
     /// ends the sleep up to that much late.
     ///
+    /// It runs on the caller's executor (`nonisolated(nonsending)`), and so
+    /// do the boot-clock sleeps of its ``readings`` (each in a task of its
+    /// own, started on that executor, which a change of the samples
+    /// cancels): from an actor or a task on a real `TimerLoop`, with
+    /// ``SystemClockReadings`` or with ``LoopClockReadings`` of that loop,
+    /// the sleep ends on the loop's thread with no hop. Readings whose
+    /// `sleep(until:tolerance:)` is plain `async` leave the executor for it,
+    /// and so does a sleep through `Clock`'s requirement (such as
+    /// `Task.sleep(until:clock:)`).
+    ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   `TimerError` if TimerKit's loop cannot be started.
+    nonisolated(nonsending)
     public func sleep(until deadline: TrustedTime, tolerance: Duration? = nil) async throws {
         let interruption = SleepInterruption()
         let observer = addSampleObserver { interruption.interrupt() }

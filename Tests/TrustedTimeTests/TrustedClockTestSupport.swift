@@ -224,6 +224,24 @@ func startThread(_ body: @escaping @Sendable () -> Void) throws {
     pthread_detach(thread)
 }
 
+/// The value of `task`, or `nil` if it has not ended within 60 s (a generous
+/// limit, for a loaded machine); the task is cancelled then.
+func valueWithin60Seconds<Value: Sendable>(
+    of task: Task<Value, any Error>
+) async -> Result<Value, any Error>? {
+    await withTaskGroup(of: Result<Value, any Error>?.self) { group in
+        group.addTask { await task.result }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(60))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        task.cancel()
+        group.cancelAll()
+        return first
+    }
+}
+
 /// Waits (on the standard library's clock, up to 60 s: a loaded machine may
 /// keep a task from running for seconds) until `condition` holds; throws if
 /// it never does.

@@ -320,17 +320,7 @@ struct TrustedClockTests {
         try loop.advance(by: .seconds(40))
         // With a limit: a sleep still planned on the old server time would
         // end only at +100 s of the boot clock.
-        let ended = await withTaskGroup(of: TrustedTime?.self) { group in
-            group.addTask { try? await sleeper.value }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(60))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            sleeper.cancel()
-            group.cancelAll()
-            return first
-        }
+        let ended = try? await valueWithin60Seconds(of: sleeper)?.get()
         let end = try #require(ended, "the sleep did not end at the deadline")
         #expect(end >= deadline)
     }
@@ -353,17 +343,7 @@ struct TrustedClockTests {
         // The sleep is 30 ms of real time; the limit is generous, for a
         // loaded machine. A sleep until the machine's boot clock reads the
         // deadline would end at once (behind it) or an hour later (ahead).
-        let inTime = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { (try? await sleeper.value) != nil }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(60))
-                return false
-            }
-            let first = await group.next() ?? false
-            sleeper.cancel()
-            group.cancelAll()
-            return first
-        }
+        let inTime = (try? await valueWithin60Seconds(of: sleeper)?.get()) != nil
         #expect(inTime, "the sleep did not end within 60 s")
         #expect(clock.now >= deadline)
         // One boot-clock sleep, and a reading before and after it: a sleep
