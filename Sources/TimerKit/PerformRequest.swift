@@ -1,4 +1,5 @@
 import CTimerCore
+import Synchronization
 
 /// A pending "perform after delay": a one-shot action on a loop, cancellable
 /// by this token or, for all requests of a target at once, by
@@ -15,18 +16,25 @@ import CTimerCore
 /// Unlike `performSelector:afterDelay:`, a request holds its target weakly: a
 /// pending request never keeps its target alive, and a request whose target is
 /// gone does nothing.
+///
+/// A request ends one way: its action starts, or a cancel (by the token or
+/// by target) comes first. The two are decided at once, so a cancel that
+/// finds the action started (on the loop's thread, which may still be
+/// running it) cancels nothing, and is not counted.
 public final class PerformRequest: Sendable, Hashable {
     let timer: LoopTimer<MonotonicClock>
+    let outcome: PerformOutcome
     private let loop: TimerLoop
     /// The target, held weakly, and where it was when the request was made.
     let target: WeakReference<any AnyObject & Sendable>?
     private let targetKey: ObjectIdentifier?
 
     init(
-        timer: LoopTimer<MonotonicClock>, loop: TimerLoop,
+        timer: LoopTimer<MonotonicClock>, outcome: PerformOutcome, loop: TimerLoop,
         target: WeakReference<any AnyObject & Sendable>?
     ) {
         self.timer = timer
+        self.outcome = outcome
         self.loop = loop
         self.target = target
         self.targetKey = target?.object.map { ObjectIdentifier($0) }
@@ -34,12 +42,22 @@ public final class PerformRequest: Sendable, Hashable {
 
     /// Whether the action has yet to run (and was not cancelled): false from
     /// the moment it starts, in the action too.
-    public var isPending: Bool { timer.isValid }
+    public var isPending: Bool { outcome.isPending }
 
-    /// Cancels the request if it has not run yet. Idempotent; safe from any thread.
+    /// Cancels the request if its action has not started. Idempotent; safe
+    /// from any thread. An action that started first (on the loop's thread)
+    /// is not stopped: it may still be running when this returns.
     public func cancel() {
+        _ = end()
+    }
+
+    /// Cancels the request if its action has not started, lets go of its
+    /// timer, and returns whether this cancelled it.
+    func end() -> Bool {
+        let cancelled = outcome.cancel()
         timer.invalidate()
         forget()
+        return cancelled
     }
 
     /// Removes the request from its loop's registry.
@@ -51,6 +69,35 @@ public final class PerformRequest: Sendable, Hashable {
     public static func == (lhs: PerformRequest, rhs: PerformRequest) -> Bool { lhs === rhs }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// How a request ended, decided once: by its action starting on the loop's
+/// thread, or by a cancel coming first. Shared by the request and its
+/// timer's action, which is made before the request is.
+final class PerformOutcome: Sendable {
+    private let state = Atomic<UInt8>(PerformOutcome.pending)
+
+    private static let pending: UInt8 = 0
+    private static let started: UInt8 = 1
+    private static let cancelled: UInt8 = 2
+
+    /// Whether neither has happened yet.
+    var isPending: Bool { state.load(ordering: .acquiring) == Self.pending }
+
+    /// Marks the action started, unless a cancel came first: whether it may run.
+    func start() -> Bool {
+        state.compareExchange(
+            expected: Self.pending, desired: Self.started, ordering: .acquiringAndReleasing
+        ).exchanged
+    }
+
+    /// Marks the request cancelled, unless its action started first: whether
+    /// this cancelled it.
+    func cancel() -> Bool {
+        state.compareExchange(
+            expected: Self.pending, desired: Self.cancelled, ordering: .acquiringAndReleasing
+        ).exchanged
+    }
 }
 
 /// A loop's pending perform requests, by where their target was.
@@ -82,9 +129,11 @@ struct PerformRegistry {
         return (mine, dead)
     }
 
-    /// How many requests are registered for `target` itself.
+    /// How many requests are registered and pending for `target` itself
+    /// (one whose action has started leaves the registry just after).
     func count(for target: AnyObject) -> Int {
-        byTarget[ObjectIdentifier(target)]?.count { $0.target?.object === target } ?? 0
+        byTarget[ObjectIdentifier(target)]?.count { $0.target?.object === target && $0.isPending }
+            ?? 0
     }
 }
 
@@ -108,15 +157,20 @@ extension TimerLoop {
     ) throws(TimerError) -> PerformRequest {
         let reference = WeakReference(target)
         let box = RequestBox()
+        let outcome = PerformOutcome()
         let timer = try LoopTimer(after: delay) { timer, _ in
-            // Running is no longer pending (isPending), in the action too.
+            // A cancel that came first wins; once started, the request is
+            // no longer pending (isPending), in the action too, and no
+            // cancel counts it.
+            guard outcome.start() else { return }
             timer.invalidate()
             box.request?.forget()
             if let target = reference.object { action(target) }
         }
         let key = ObjectIdentifier(target)
         let request = PerformRequest(
-            timer: timer, loop: self, target: WeakReference<any AnyObject & Sendable>(target))
+            timer: timer, outcome: outcome, loop: self,
+            target: WeakReference<any AnyObject & Sendable>(target))
         box.request = request
         performRegistry.withLock { $0.insert(request, target: key) }
         do {
@@ -143,24 +197,28 @@ extension TimerLoop {
         in mode: LoopMode = .default,
         _ action: @escaping @Sendable () -> Void
     ) throws(TimerError) -> PerformRequest {
+        let outcome = PerformOutcome()
         let timer = try LoopTimer(after: delay) { timer, _ in
+            guard outcome.start() else { return }
             timer.invalidate()
             action()
         }
         try add(timer, forMode: mode)
-        return PerformRequest(timer: timer, loop: self, target: nil)
+        return PerformRequest(timer: timer, outcome: outcome, loop: self, target: nil)
     }
 
     /// Cancels every pending request made with ``perform(after:in:target:_:)``
-    /// for `target`, like `cancelPreviousPerformRequestsWithTarget:`.
+    /// for `target`, like `cancelPreviousPerformRequestsWithTarget:`. A
+    /// request whose action has started on the loop's thread is not pending:
+    /// it is neither stopped nor counted.
     ///
-    /// - Returns: how many requests were cancelled.
+    /// - Returns: how many requests were cancelled: none of them runs.
     @discardableResult
     public func cancelPerformRequests(target: AnyObject) -> Int {
         let (mine, dead) = performRegistry.withLock { $0.removeAll(at: target) }
         // A dead target's requests would do nothing: let them go too.
-        for request in mine + dead { request.timer.invalidate() }
-        return mine.count
+        for request in dead { _ = request.end() }
+        return mine.count { $0.end() }
     }
 
     /// How many requests are pending for `target`.

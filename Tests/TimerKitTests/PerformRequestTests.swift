@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import TimerKit
 
@@ -154,6 +155,36 @@ struct PerformRequestTests {
             try loop.advance(by: .seconds(1))
         }
         Issue.record("no new object took the address of one just freed in 100 tries: nothing was checked")
+    }
+
+    @Test("a cancel by target and the action's start never both win")
+    func cancelRacesStart() throws {
+        // The loop's thread starts each action while this thread cancels by
+        // target, after a spin of random length: a request counted as
+        // cancelled never runs, one whose action started is not counted, and
+        // each does one or the other.
+        let loop = try TimerLoop.startThread()
+        defer { loop.stop() }
+        let owner = Watched()
+        let rounds = 20_000
+        let ran = Locked<Set<Int>>([])
+        let spin = Atomic(0)
+        var generator = SeededGenerator(seed: 7)
+        var cancelled: Set<Int> = []
+        for round in 0..<rounds {
+            try loop.perform(after: .zero, target: owner) { _ in ran.withLock { _ = $0.insert(round) } }
+            for _ in 0..<generator.below(2_001) { spin.add(1, ordering: .relaxed) }
+            switch loop.cancelPerformRequests(target: owner) {
+            case 0: break
+            case 1: cancelled.insert(round)
+            case let count: Issue.record("round \(round): \(count) requests cancelled, of 1")
+            }
+        }
+        #expect(waitUntil { ran.value.count + cancelled.count >= rounds })
+        let both = ran.value.intersection(cancelled).count
+        #expect(both == 0, "\(both) requests counted as cancelled ran")
+        #expect(ran.value.count + cancelled.count == rounds)
+        #expect(loop.pendingPerformRequests(target: owner) == 0)
     }
 
     @Test("requests are equal only to themselves")
