@@ -291,6 +291,8 @@ if [ "$(id -u)" -ne 0 ]; then
     printf 'a file the demo may not read' >"$WORK/unreadable.state"
     chmod 000 "$WORK/unreadable.state"
     unreadable_states+=("$WORK/unreadable.state")
+else
+    log "run as root, which reads a file of mode 000: only the corrupt state file was checked here"
 fi
 # file_state FILE: its mode, size and time of change, and what it holds.
 file_state() { ls -l --time-style=+%s.%N "$1"; cat "$1" 2>/dev/null || true; }
