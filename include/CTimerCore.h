@@ -774,9 +774,7 @@ typedef struct tk_timer_record {
  * the loop's table. The timer is the same in every other way: its handle
  * works with every call that takes one. The table still gives it a slot
  * (the heap position, the generation and a pointer to the record); the
- * table's own record for that slot goes unused and unwritten, and the
- * record keeps a copy of the heap position, which the loop writes with the
- * slot's at every move of the timer's entry. A loop makes
+ * table's own record for that slot goes unused and unwritten. A loop makes
  * its array of those slots, 16 bytes each, in O(n), for its first timer
  * with a record: a loop that never schedules one pays nothing for them.
  *
@@ -842,19 +840,16 @@ int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
 /**
  * As tk_loop_cancel_take, naming the timer by the record it was scheduled
  * with (tk_loop_schedule_record) instead of by its handle. The record says
- * which loop holds it, in which slot, and where the timer's heap entry is,
- * so the loop reads neither the slot's generation, nor where its record is,
- * nor where its entry is: for a caller that reads the record's object
- * anyway (TimerKit's LoopTimer does this), the entry is the one cache miss
- * the cancel adds at a million pending timers.
+ * which loop holds it and in which slot, so the loop does not read the
+ * slot's generation and where its record is: at a million pending timers
+ * that is one cache miss less than a cancel by handle, for a caller that
+ * reads the record's object anyway (TimerKit's LoopTimer does this).
  *
  * Returns 1 with the context handed back, 0 while a callback of the timer
  * runs, as tk_loop_cancel_take does; -ENOENT for a record that holds no
  * live timer of this loop: one never scheduled (zeroed), one the loop is
- * done with, one another loop holds (the record names its loop by a key
- * that no other of the first 2^32 loops a process creates has), and for a
- * timer that is cancelled, or is a one-shot that fired (as its handle
- * would); -EINVAL for a NULL loop,
+ * done with, one another loop holds, and for a timer that is cancelled, or
+ * is a one-shot that fired (as its handle would); -EINVAL for a NULL loop,
  * record or context, or a misaligned record. Which loop holds a record is
  * read from the record, where it stays put while that loop holds it (the
  * rest is read only once the record is known to be this loop's), so the

@@ -22,7 +22,6 @@ _Static_assert(sizeof(tk__heap_entry) == 16, "four heap entries fill a 64-byte l
 enum { CACHE_LINE = 64 };
 
 void tk__heap_init(tk__heap *heap) {
-    heap->slots = NULL;
     heap->entries = NULL;
     heap->count = 0;
     heap->held = 0;
@@ -61,11 +60,11 @@ static void sift_up(tk__heap *heap, uint32_t *positions, uint32_t index,
         uint32_t parent = (index - 1) / TK__HEAP_ARITY;
         if (!tk__heap_entry_before(&entry, &entries[parent])) break;
         entries[index] = entries[parent];
-        tk__heap_put_position(heap, positions, entries[index].slot, index);
+        positions[entries[index].slot] = index;
         index = parent;
     }
     entries[index] = entry;
-    tk__heap_put_position(heap, positions, entry.slot, index);
+    positions[entry.slot] = index;
 }
 
 /* Moves `entry` down from the hole at `index` and stores it where it belongs. */
@@ -83,11 +82,11 @@ static void sift_down(tk__heap *heap, uint32_t *positions, uint32_t index,
         }
         if (!tk__heap_entry_before(&entries[best], &entry)) break;
         entries[index] = entries[best];
-        tk__heap_put_position(heap, positions, entries[index].slot, index);
+        positions[entries[index].slot] = index;
         index = best;
     }
     entries[index] = entry;
-    tk__heap_put_position(heap, positions, entry.slot, index);
+    positions[entry.slot] = index;
 }
 
 /* Puts `entry` at `index`, moving it up or down as its key requires. */
@@ -104,7 +103,7 @@ static void place(tk__heap *heap, uint32_t *positions, uint32_t index,
 /* Moves the entry at `from` to `to`, writing its new index back. */
 static void move_entry(tk__heap *heap, uint32_t *positions, uint32_t from, uint32_t to) {
     heap->entries[to] = heap->entries[from];
-    tk__heap_put_position(heap, positions, heap->entries[to].slot, to);
+    positions[heap->entries[to].slot] = to;
 }
 
 void tk__heap_push(tk__heap *heap, uint32_t *positions, tk__heap_entry entry) {
@@ -133,7 +132,7 @@ void tk__heap_hold_top(tk__heap *heap, uint32_t *positions) {
     if (last > 0) place(heap, positions, 0, heap->entries[last]);
     /* entries[last] is free: the held ones start there now. */
     heap->entries[last] = top;
-    tk__heap_put_position(heap, positions, top.slot, last);
+    positions[top.slot] = last;
     heap->held++;
 }
 
@@ -155,7 +154,7 @@ void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t index,
 
 void tk__heap_heapify(tk__heap *heap, uint32_t *positions) {
     uint32_t count = heap->count;
-    for (uint32_t i = 0; i < count; i++) tk__heap_put_position(heap, positions, heap->entries[i].slot, i);
+    for (uint32_t i = 0; i < count; i++) positions[heap->entries[i].slot] = i;
     if (count < 2) return;
     for (uint32_t i = (count - 2) / TK__HEAP_ARITY + 1; i-- > 0;) {
         sift_down(heap, positions, i, heap->entries[i]);

@@ -8,10 +8,6 @@
  * The heap never allocates on push: callers make room with tk__heap_reserve
  * first, so a failed allocation leaves the heap as it was.
  *
- * A timer whose record is in the caller's memory keeps a copy of its entry's
- * index there too (tk__caller_record's `position`): a heap with `slots` set
- * writes it along with `positions[slot]`, at every move.
- *
  * Entries can be held: taken out of heap order and kept in the same array,
  * right after the heap's own entries, until they are released back into
  * it. A pass holds the due timers it must not fire yet, so that it reaches
@@ -21,7 +17,6 @@
 #define TK_HEAP_H
 
 #include "internal.h"
-#include "timer_record.h"
 
 #include <stdint.h>
 
@@ -36,10 +31,6 @@ typedef struct tk__heap {
     uint32_t count;    /* entries in heap order: entries[0, count) */
     uint32_t held;     /* held entries, in no order: entries[count, count + held) */
     uint32_t capacity; /* count + held <= capacity */
-    /* NULL, or where the loop keeps its slots array (itself NULL until the
-     * loop's first record in the caller's memory): the slot of a moved
-     * entry says whether its record holds a copy of the entry's index. */
-    tk__slot *const *slots;
 } tk__heap;
 
 /* The arity of the heap: children of i are 4i+1 .. 4i+4. */
@@ -84,17 +75,6 @@ TK__INTERNAL void tk__heap_update(tk__heap *heap, uint32_t *positions, uint32_t 
 
 /* Restores heap order over the entries in it (after bulk edits), in O(n). */
 TK__INTERNAL void tk__heap_heapify(tk__heap *heap, uint32_t *positions);
-
-/* Writes where the entry of `slot` is: `positions[slot]`, and, if the timer
- * keeps its record in the caller's memory, the record's copy. */
-static inline void tk__heap_put_position(const tk__heap *heap, uint32_t *positions,
-                                         uint32_t slot, uint32_t index) {
-    positions[slot] = index;
-    const tk__slot *slots = heap->slots != NULL ? *heap->slots : NULL;
-    if (slots != NULL && slots[slot].record != NULL) {
-        ((tk__caller_record *)(void *)slots[slot].record)->position = index;
-    }
-}
 
 /* The earliest entry, or NULL when empty. */
 static inline const tk__heap_entry *tk__heap_top(const tk__heap *heap) {

@@ -124,7 +124,7 @@ static tk__timer *lookup(const tk_loop *loop, tk_timer_id id, uint32_t *slot_out
 static tk__timer *lookup_record(const tk_loop *loop, tk__caller_record *record,
                                 uint32_t *slot_out) {
     tk__timer *timer = &record->timer;
-    if (record->loop_key != loop->handle_key || timer->state == TK__TIMER_FREE) return NULL;
+    if (record->loop != loop || timer->state == TK__TIMER_FREE) return NULL;
     if (!is_live(loop, timer)) return NULL;
     *slot_out = timer->slot;
     return timer;
@@ -287,12 +287,7 @@ static int in_parked(const tk__timer *timer) {
 /* Takes a scheduled, parked, deferred or held timer out of its heap or the
  * parked list. */
 static void unplace(tk_loop *loop, uint32_t slot, const tk__timer *timer) {
-    /* A record in the caller's memory holds a copy of the position, in the
-     * object that the caller has just read, where the table's is a cache
-     * miss more at a million pending timers. */
-    uint32_t index = timer != &loop->timers[slot]
-                         ? ((const tk__caller_record *)(const void *)timer)->position
-                         : loop->positions[slot];
+    uint32_t index = loop->positions[slot];
     if (timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD) {
         tk__heap_remove(&loop->heaps[timer->clock], loop->positions, index);
     } else if (in_parked(timer)) {
@@ -300,7 +295,7 @@ static void unplace(tk_loop *loop, uint32_t slot, const tk__timer *timer) {
         tk__heap_entry last = parked->entries[--parked->count];
         if (index != parked->count) {
             parked->entries[index] = last;
-            tk__heap_put_position(parked, loop->positions, last.slot, index);
+            loop->positions[last.slot] = index;
         }
     }
 }
@@ -423,12 +418,8 @@ void tk__timers_init(tk_loop *loop) {
     loop->slots_used = 0;
     loop->free_slot = TK__NO_SLOT;
     loop->next_seq = 0;
-    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
-        tk__heap_init(&loop->heaps[clock]);
-        loop->heaps[clock].slots = &loop->slots;
-    }
+    for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_init(&loop->heaps[clock]);
     tk__heap_init(&loop->parked);
-    loop->parked.slots = &loop->slots;
     loop->parked_modes = 0;
     memset(loop->clock_timers, 0, sizeof loop->clock_timers);
     memset(loop->mode_timers, 0, sizeof loop->mode_timers);
@@ -492,7 +483,7 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
         /* NULL: the table's record, which holds whatever it last held. */
         if (loop->slots != NULL) loop->slots[slot].record = record;
         if (record != NULL) {
-            ((tk__caller_record *)(void *)record)->loop_key = loop->handle_key;
+            ((tk__caller_record *)(void *)record)->loop = loop;
             record->slot = slot;
         }
         tk__timer *timer = timer_at(loop, slot);
@@ -730,9 +721,7 @@ static void unpark(tk_loop *loop, unsigned mode) {
             continue;
         }
         parked->entries[index] = parked->entries[--parked->count];
-        if (index < parked->count) {
-            tk__heap_put_position(parked, loop->positions, parked->entries[index].slot, index);
-        }
+        if (index < parked->count) loop->positions[parked->entries[index].slot] = index;
         tk__heap_push(&loop->heaps[timer->clock], loop->positions, entry);
         timer->state = TK__TIMER_SCHEDULED;
     }
@@ -785,7 +774,7 @@ static int park(tk_loop *loop, tk__heap *heap, uint8_t state) {
     tk__timer *timer = timer_at(loop, entry.slot);
     uint32_t index = parked->count++;
     parked->entries[index] = entry;
-    tk__heap_put_position(parked, loop->positions, entry.slot, index);
+    loop->positions[entry.slot] = index;
     if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes;
     timer->state = state;
     return 0;

@@ -18,11 +18,10 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// The C core's record of this timer while a loop holds it
     /// (`tk_loop_schedule_record`): the loop keeps the timer's state here,
     /// in the object that invalidating reads anyway, rather than in its own
-    /// table, and the record names its loop, its slot and where its heap
-    /// entry is, so that invalidating finds the entry from the record
-    /// (`tk_loop_cancel_record`) without reading the timer's slot or its
-    /// position in the table: at a million pending timers, two cache misses
-    /// less.
+    /// table, and the record names its loop and slot, so that invalidating
+    /// finds the timer from the record (`tk_loop_cancel_record`) without
+    /// reading the timer's slot in the table: at a million pending timers,
+    /// a cache miss less.
     /// Only the C core reads or writes it, through ``recordPointer``, under
     /// the loop's lock. It is the first stored property, so it starts where
     /// the object's stored properties do, which is where ``recordPointer``

@@ -6,10 +6,7 @@
  * updates, pops of the top and heapify after bulk edits are applied to both;
  * after every operation the heap's top must be the model's minimum, and
  * periodically the full heap invariant and the position write-back are
- * checked, and with it, in two of the three random cases, the copy of the
- * position that a slot's record in the caller's memory keeps (for two
- * slots in three; the third has its record in the table, and no copy).
- * Deadlines are drawn mostly from tiny ranges so that ties are
+ * checked. Deadlines are drawn mostly from tiny ranges so that ties are
  * frequent and the seq order (wrap-aware, see tk__heap_entry_before) decides.
  *
  * Usage: test_heap [seed] [--only=NAME]     (or env TK_SEED; env TK_HEAP_OPS
@@ -99,15 +96,12 @@ typedef struct config {
     uint32_t max_slots;     /* slot numbers are below this */
     uint32_t seq_start;     /* first sequence number (near the wrap point) */
     int wide_deadlines;     /* 1: also draw from the whole int64 range */
-    int copies;             /* 1: slots whose records keep a copy of the position */
 } config;
 
 typedef struct state {
     uint64_t r;         /* random state */
     tk__heap heap;
     uint32_t *positions;
-    tk__slot *slots;             /* with copies: what the heap's `slots` names */
-    tk__caller_record *records;  /* ... and the records they point at */
     model m;
     model held; /* the held entries (in the model's order; the heap keeps none) */
     /* slots: free list and membership */
@@ -181,13 +175,6 @@ static int check_full(state *st) {
         REQUIRE(st->positions[slot] == i, "positions[%u] = %u, but it is at %u", slot,
               st->positions[slot], i);
     }
-    /* Each record's copy, for the entries in heap order and the held ones. */
-    for (uint32_t i = 0; st->slots != NULL && i < h->count + h->held; i++) {
-        uint32_t slot = h->entries[i].slot;
-        if (st->slots[slot].record == NULL) continue;
-        REQUIRE(st->records[slot].position == i, "slot %u's record says %u, but it is at %u",
-                slot, st->records[slot].position, i);
-    }
     /* The held entries, right after the heap's. */
     REQUIRE(h->held == st->held.n, "held %u, model %u", h->held, st->held.n);
     for (uint32_t k = 0; k < st->held.n; k++) {
@@ -228,7 +215,6 @@ static void give_slot(state *st, uint32_t slot) {
     st->free_slots[st->nfree++] = slot;
     /* A stale position must not matter: scribble over it. */
     st->positions[slot] = 0xdeadbeefu;
-    if (st->records != NULL) st->records[slot].position = 0xdeadbeefu;
 }
 
 /* A random slot that is in the heap (requires a non-empty heap). */
@@ -424,15 +410,6 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
         st.positions[i] = 0xdeadbeefu;
     }
     st.nfree = cfg->max_slots;
-    if (cfg->copies) {
-        st.slots = calloc(cfg->max_slots, sizeof *st.slots);
-        st.records = calloc(cfg->max_slots, sizeof *st.records);
-        if (!st.slots || !st.records) abort();
-        for (uint32_t i = 0; i < cfg->max_slots; i++) {
-            st.slots[i].record = i % 3 == 0 ? NULL : &st.records[i].timer;
-        }
-        st.heap.slots = &st.slots;
-    }
     st.seq = cfg->seq_start;
     st.target = 16;
 
@@ -489,8 +466,6 @@ static int run_case(const config *cfg, uint64_t seed, uint64_t ops) {
               "tk__heap_free did not reset the heap");
     }
     free(st.positions);
-    free(st.slots);
-    free(st.records);
     free(st.in_heap);
     free(st.free_slots);
     free(st.m.v);
@@ -547,9 +522,9 @@ static int case_ties_fifo(void) {
  * ------------------------------------------------------------------------ */
 
 static const config configs[] = {
-    {"small-slots", 64, 0, 0, 1},
-    {"wrap-seq", 4096, UINT32_MAX - 300000, 0, 0},
-    {"wide-deadlines", 2048, 0x7fffff00u, 1, 1},
+    {"small-slots", 64, 0, 0},
+    {"wrap-seq", 4096, UINT32_MAX - 300000, 0},
+    {"wide-deadlines", 2048, 0x7fffff00u, 1},
 };
 
 /* How many random operations the three random cases share (TK_HEAP_OPS);
