@@ -162,28 +162,49 @@ struct PerformRequestTests {
         // The loop's thread starts each action while this thread cancels by
         // target, after a spin of random length: a request counted as
         // cancelled never runs, one whose action started is not counted, and
-        // each does one or the other.
+        // each does one or the other. The spin's range adapts until both
+        // have happened often: a run in which one side always won would
+        // have tested nothing.
         let loop = try TimerLoop.startThread()
         defer { loop.stop() }
         let owner = Watched()
-        let rounds = 20_000
         let ran = Locked<Set<Int>>([])
         let spin = Atomic(0)
         var generator = SeededGenerator(seed: 7)
         var cancelled: Set<Int> = []
-        for round in 0..<rounds {
+        var longestSpin = 1_000
+        var rounds = 0
+        let start = ContinuousClock.now
+        while rounds < 400_000 && ContinuousClock.now - start < .seconds(60)
+            && (ran.value.count < 1_000 || cancelled.count < 1_000)
+        {
+            let round = rounds
             try loop.perform(after: .zero, target: owner) { _ in ran.withLock { _ = $0.insert(round) } }
-            for _ in 0..<generator.below(2_001) { spin.add(1, ordering: .relaxed) }
+            for _ in 0...generator.below(longestSpin) { spin.add(1, ordering: .relaxed) }
             switch loop.cancelPerformRequests(target: owner) {
             case 0: break
             case 1: cancelled.insert(round)
             case let count: Issue.record("round \(round): \(count) requests cancelled, of 1")
             }
+            rounds += 1
+            if rounds % 1_000 == 0 {
+                // Past the next round's start, most of the last thousand ran
+                // or were cancelled: move the spin towards half and half.
+                let share = Double(ran.value.count) / Double(rounds)
+                if share < 0.25 { longestSpin = min(longestSpin * 2, 1 << 24) }
+                if share > 0.75 { longestSpin = max(longestSpin / 2, 1) }
+            }
         }
-        #expect(waitUntil { ran.value.count + cancelled.count >= rounds })
+        // The loop's thread runs actions one after another: once this one
+        // has run, every action that started before it has returned.
+        let done = Locked(false)
+        try loop.perform(after: .zero) { done.withLock { $0 = true } }
+        #expect(waitUntil { done.value })
         let both = ran.value.intersection(cancelled).count
         #expect(both == 0, "\(both) requests counted as cancelled ran")
         #expect(ran.value.count + cancelled.count == rounds)
+        #expect(ran.value.count >= 1_000 && cancelled.count >= 1_000,
+                "in \(rounds) rounds, \(ran.value.count) ran and \(cancelled.count) were cancelled")
         #expect(loop.pendingPerformRequests(target: owner) == 0)
     }
 
