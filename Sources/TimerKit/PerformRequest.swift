@@ -180,6 +180,9 @@ extension TimerLoop {
             // request between its registration and this add, and counted
             // it: it is returned cancelled, as if the cancel came after.
         } catch {
+            // Unless a cancelPerformRequests(target:) took and counted it
+            // first (then, as above), the request is given up.
+            guard request.outcome.cancel() else { return request }
             request.forget()
             throw error
         }

@@ -186,7 +186,11 @@ final class Terminal {
     /// From a table and the scalar's Unicode properties rather than from
     /// `wcwidth` itself, which depends on the process's locale: it answers
     /// -1 for every non-ASCII character in the "C" locale a program starts
-    /// in, and a static build may have no locale data to switch to.
+    /// in, and a static build may have no locale data to switch to. The
+    /// table follows glibc 2.36 (Unicode 14): it agrees with its `wcwidth`
+    /// in C.UTF-8 on every character that knows, but for U+1171E (0 there).
+    /// Characters assigned since take their width from Swift's newer
+    /// Unicode properties, where an older terminal may count otherwise.
     static func columns(of scalar: Unicode.Scalar) -> Int {
         let value = scalar.value
         if (0x20..<0x7F).contains(value) { return 1 }
