@@ -188,7 +188,7 @@ final class Terminal {
     /// -1 for every non-ASCII character in the "C" locale a program starts
     /// in, and a static build may have no locale data to switch to. The
     /// table follows glibc 2.36 (Unicode 14): it agrees with its `wcwidth`
-    /// in C.UTF-8 on every character that knows, but for U+1171E (0 there).
+    /// in C.UTF-8 on every character glibc knows, but for U+1171E (0 there).
     /// Characters assigned since take their width from Swift's newer
     /// Unicode properties, where an older terminal may count otherwise.
     static func columns(of scalar: Unicode.Scalar) -> Int {
