@@ -725,9 +725,10 @@ typedef struct tk_precision {
  * priority (no CAP_SYS_NICE, and RLIMIT_RTPRIO below it): this is checked
  * here, by starting a thread with that policy, and the loop's settings stay
  * as they were (a thread that may not start threads, one running under
- * SCHED_DEADLINE, gets the error of starting one, -EAGAIN). If the permission is gone by the time the loop's thread
- * applies it, tk_loop_run returns -EPERM (before its first pass, or at the
- * pass that applies a change). Never ignored silently.
+ * SCHED_DEADLINE, gets the error of starting one, -EAGAIN). If the
+ * permission is gone by the time the loop's thread applies it, tk_loop_run
+ * returns -EPERM (before its first pass, or at the pass that applies a
+ * change). Never ignored silently.
  */
 int tk_loop_set_precision(tk_loop *loop, const tk_precision *precision);
 

@@ -942,9 +942,7 @@ static void test_timer_reschedule_by_handle_is_refused(void) {
         static recorder r;
         recorder_init(&r);
         tk_loop *loop = manual_loop();
-        tk_frame_ticker_spec spec = {.rate = fixed(100)};
-        tk_frame_ticker *ticker = NULL;
-        CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+        tk_frame_ticker *ticker = start(loop, fixed(100), &r);
         CHECK_EQ(tk_loop_advance(loop, 0, 15 * MS), 1); /* frame 0 at 10 ms */
         tk_timer_id timer = ticker_timer(loop);
         tk_timer_info before, after;
