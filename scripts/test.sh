@@ -549,7 +549,7 @@ timerkit_refuses() {
     local why=$1 status=0 output
     shift
     output=$(.build/release/timerkit "$@" 2>&1) || status=$?
-    if [ "$status" -ne 64 ] || ! grep -qx "timerkit: $why" <<<"$output" ||
+    if [ "$status" -ne 64 ] || ! grep -Fqx -- "timerkit: $why" <<<"$output" ||
         ! grep -q '^usage: timerkit clocks' <<<"$output"; then
         fail "timerkit $* was not refused with 64, 'timerkit: $why' and the usage (status $status: $output)"
     fi
@@ -557,6 +557,10 @@ timerkit_refuses() {
 }
 timerkit_refuses "no command given"
 timerkit_refuses "unknown command bogus" bogus
+# An argument that is not UTF-8 text is refused, its stray bytes shown as
+# \xHH: read with repairs, a path would name another file.
+timerkit_refuses 'argument 3 is not UTF-8 text: /tmp/x\xFF\\\e' demo --state $'/tmp/x\xff\\\e'
+timerkit_refuses 'argument 2 is not UTF-8 text: \xE4\xB8' clocks $'\xe4\xb8'
 # A subcommand refuses with `timerkit NAME: why` and its own usage.
 subcommand_refuses() {
     local why=$1 status=0 output
@@ -623,6 +627,15 @@ timerkit_write_fails "$FULL" full trusted-time --clocks
 timerkit_write_fails "$FULL" full trusted-time --no-sync --json
 timerkit_write_fails "Bad file descriptor" closed fps --seconds 0.3
 timerkit_write_fails "Bad file descriptor" closed clocks
+# --json escapes what would act on a terminal or a reader of lines: C0 and
+# C1 controls, the line and paragraph separators, the bidirectional controls.
+json_status=0
+json_output=$(.build/release/timerkit trusted-time --server $'a\u202eb\u2028c\u009bd' --port 9 --samples 1 \
+    --timeout-ms 100 --json 2>&1) || json_status=$?
+[ "$json_status" -eq 1 ] && grep -Fq '"server": "a\u202eb\u2028c\u009bd"' <<<"$json_output" &&
+    ! grep -q $'\u202e\|\u2028\|\u009b' <<<"$json_output" ||
+    fail "timerkit trusted-time --json did not escape a server name's controls (status $json_status: $(printf %q "$json_output"))"
+PASSED=$((PASSED + 1))
 # A reader that leaves after 5 bytes: the live line's next write finds the
 # pipe broken, and the run stops there rather than going on for a day (the
 # timeout only ends a run that did not stop).

@@ -29,7 +29,8 @@ enum DemoCommand: Subcommand {
           keeps turning during a drag (tracking mode) beside a badge that waits (default
           mode), and a verification-code cooldown that survives a restart.
           Keys: q quits, d starts or ends the drag, s sends a code.
-            --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state);
+            --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state,
+                             with /tmp when TMPDIR is unset, empty or not UTF-8 text);
                              a save that fails is shown, and said again at exit (status 1);
                              a file that cannot be restored (corrupt, unreadable) is left as
                              it is, never saved over: a code sent then is not saved, and the
@@ -44,10 +45,19 @@ enum DemoCommand: Subcommand {
         """
 
     struct Options {
-        var statePath = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/timerkit-demo.state"
+        var statePath = Options.temporaryDirectory + "/timerkit-demo.state"
         var saleSeconds: Int64 = 120
         var codeSeconds: Int64 = 60
         var printAfter: Double?
+
+        /// `$TMPDIR`, or /tmp when it is unset, empty or not UTF-8 text (a
+        /// repaired path would name another directory).
+        static var temporaryDirectory: String {
+            guard let bytes = getenv("TMPDIR"), let directory = String(validatingCString: bytes),
+                !directory.isEmpty
+            else { return "/tmp" }
+            return directory
+        }
     }
 
     static func run(_ arguments: ArraySlice<String>) -> Int32 {

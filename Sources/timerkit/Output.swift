@@ -133,12 +133,27 @@ func printable(_ text: String) -> String {
         case 0x0A: out += #"\n"#.unicodeScalars
         case 0x0D: out += #"\r"#.unicodeScalars
         case 0x1B: out += #"\e"#.unicodeScalars
-        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-            out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars
-        default: out.append(scalar)
+        default:
+            if actsOnText(scalar) {
+                out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars
+            } else {
+                out.append(scalar)
+            }
         }
     }
     return String(out)
+}
+
+/// Whether `scalar` acts on the text around it rather than showing: a C0
+/// or C1 control or DEL, the line or paragraph separator, or a
+/// bidirectional control (which reorders what follows).
+func actsOnText(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+        true
+    default:
+        false
+    }
 }
 
 extension DefaultStringInterpolation {
@@ -149,9 +164,10 @@ extension DefaultStringInterpolation {
     }
 }
 
-/// `text` padded with spaces to `width` (on the left when `right` is set).
+/// `text` padded with spaces to `width` columns on screen (on the left when
+/// `right` is set), counted as ``Terminal/columns(of:)`` counts them.
 func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-    let count = text.count
+    let count = text.unicodeScalars.reduce(0) { $0 + Terminal.columns(of: $1) }
     guard count < width else { return text }
     let spaces = String(repeating: " ", count: width - count)
     return right ? spaces + text : text + spaces
@@ -208,8 +224,10 @@ indirect enum JSON: Sendable {
             case "\n": out += "\\n"
             case "\t": out += "\\t"
             default:
-                // C1 controls too: a terminal may act on them as on ESC.
-                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                // JSON needs only C0 controls escaped, but the others that
+                // printable(_:) escapes act on a terminal (C1 controls as
+                // ESC does), end a line or reorder the text after them.
+                if actsOnText(scalar) {
                     out += String(format: "\\u%04x", scalar.value)
                 } else {
                     out.unicodeScalars.append(scalar)

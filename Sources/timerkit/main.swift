@@ -60,5 +60,45 @@ func runCommand(_ arguments: [String]) -> Int32 {
     }
 }
 
+/// The command line as text, or nil once an argument that is not UTF-8 text
+/// was refused. `CommandLine.arguments` repairs such bytes (with U+FFFD),
+/// so a path given that way would name another file: it is refused instead.
+func textArguments() -> [String]? {
+    var arguments: [String] = []
+    for index in 1..<Int(CommandLine.argc) {
+        guard let bytes = CommandLine.unsafeArgv[index] else { break }
+        guard let argument = String(validatingCString: bytes) else {
+            _ = refuse("argument \(index) is not UTF-8 text: \(escapingBytes(bytes))")
+            return nil
+        }
+        arguments.append(argument)
+    }
+    return arguments
+}
+
+/// `bytes` shown as text (made printable) with each byte that is not part
+/// of a UTF-8 character as `\xHH`.
+func escapingBytes(_ bytes: UnsafePointer<CChar>) -> String {
+    let buffer = UnsafeRawBufferPointer(start: bytes, count: strlen(bytes))
+    var shown = ""
+    var start = 0
+    while start < buffer.count {
+        // A UTF-8 character takes one to four bytes.
+        let character = (1...4).lazy.filter { start + $0 <= buffer.count }.compactMap { length in
+            String(validating: buffer[start..<start + length], as: UTF8.self).map { ($0, length) }
+        }.first
+        if let (text, length) = character {
+            shown += printable(text)
+            start += length
+        } else {
+            let hex = String(buffer[start], radix: 16, uppercase: true)
+            shown += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            start += 1
+        }
+    }
+    return shown
+}
+
 Output.reserveStandardDescriptors()
-exit(Output.finish(runCommand(Array(CommandLine.arguments.dropFirst()))))
+guard let arguments = textArguments() else { exit(Output.finish(64)) }
+exit(Output.finish(runCommand(arguments)))
