@@ -285,7 +285,8 @@ struct CenterState {
             let group = entry.group
             let event = CountdownEnd(
                 countdown: countdown, group: group == 0 ? nil : CountdownGroup(id: group, center: center),
-                lateness: .nanoseconds(now.subtractingSaturating(top.deadline)))
+                // Exact: an end from long ago may be over Int64.max ns back.
+                lateness: .nanoseconds(now) - .nanoseconds(top.deadline))
             if let endHandler { deliveries.append(.end(endHandler, event)) }
             if entry.observers > 0 {
                 for key in slotObservers.removeValue(forKey: top.slot) ?? [] {

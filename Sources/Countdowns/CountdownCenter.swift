@@ -277,11 +277,12 @@ public final class CountdownCenter: Sendable {
     }
 
     /// The time left until `countdown` ends, read from the clock now; `nil`
-    /// if it is not in the center (it ended, or was removed).
+    /// if it is not in the center (it ended, or was removed). Exact, even
+    /// past `Int64.max` nanoseconds (a time base's whole range).
     public func remaining(_ countdown: Countdown) -> Duration? {
         let now = now().base
         guard let end = state.withLock({ $0.end(of: countdown) }) else { return nil }
-        return .nanoseconds(max(0, end.subtractingSaturating(now)))
+        return max(.zero, .nanoseconds(end) - .nanoseconds(now))
     }
 
     /// The time `countdown` had left at `tick` (of a group or of the center),
@@ -289,7 +290,7 @@ public final class CountdownCenter: Sendable {
     /// not in the center.
     public func remaining(_ countdown: Countdown, at tick: CenterTick) -> Duration? {
         guard let end = state.withLock({ $0.end(of: countdown) }) else { return nil }
-        return .nanoseconds(max(0, end.subtractingSaturating(tick.time)))
+        return max(.zero, .nanoseconds(end) - .nanoseconds(tick.time))
     }
 
     // MARK: Observing

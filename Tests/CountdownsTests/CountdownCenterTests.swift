@@ -111,6 +111,26 @@ struct CountdownCenterTests {
         #expect(ends.all == ["late 3595", "late 3550"])
     }
 
+    @Test("a countdown ended long ago is late by exactly the span since its end, past Int64.max ns")
+    func latenessBeyondInt64() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let lateness = Locked<[Duration]>([])
+        center.onEnd { end in lateness.withLock { $0.append(end.lateness) } }
+        // The remaining time is taken to Int64.min ns: the end is that long
+        // before now, 1,000 s on the boot clock.
+        center.add(remaining: .seconds(Int64.min))
+        // One that ends as late as a time base goes: its remaining time at a
+        // tick from Int64.min ns is the whole span, past Int64.max ns too.
+        let last = center.add(remaining: .seconds(Int64.max))
+        #expect(center.remaining(last, at: CenterTick(time: .min, skipped: 0))
+            == .nanoseconds(Int64.max) - .nanoseconds(Int64.min))
+        try loop.advance(by: .zero)
+        let expected = Duration.zero - .nanoseconds(Int64.min)
+        #expect(expected > .nanoseconds(Int64.max))
+        #expect(lateness.value == [expected])
+    }
+
     @Test("a wall-clock step moves nothing on the boot clock")
     func wallClockStepMovesNothing() throws {
         let loop = try TimerLoop.manual()
