@@ -533,8 +533,9 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * spin goes past the run's `deadline_ns`: a run that ends within the margin
  * spins to its end.
  *
- * Returns a tk_run_result, -EINVAL for a NULL loop or a `mode` that is not
- * one mode (several, or TK_MODES_INVALID),
+ * Returns a tk_run_result, -EINVAL for a NULL loop, a `mode` that is not
+ * one mode (several, or TK_MODES_INVALID) or `flags` other than
+ * TK_RUN_NOWAIT and TK_RUN_ONCE,
  * -EBUSY if another thread is running the loop or this is called from a
  * callback of tk_loop_advance, -EPERM if the loop's precision settings ask
  * for a SCHED_FIFO priority the thread may no longer have (see
@@ -1009,7 +1010,10 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
  * callback runs past the next grid point, the grid points it covered are
  * skipped (they are dropped frames of the next callback) and the ticker
  * waits for the first one still ahead, as a display waits for its next
- * refresh.
+ * refresh. Grid points that pass while the loop runs none of the ticker's
+ * modes (or runs nothing) are dropped frames too, of the frame that comes
+ * when it runs one again, and count in the adaptation below as a late
+ * wake-up's do: an adaptive ticker may step down a rate after such a time.
  *
  * Rates. A ticker runs at a preferred rate within a range. The grid's finest
  * period is 1 s / maximum; the rates the ticker can run at are maximum / k

@@ -143,10 +143,12 @@ static int64_t grid_after(const frame_grid *grid, int64_t time) {
     if (time < grid->anchor) return grid->anchor;
     uint64_t period = (uint64_t)period_of(grid);
     uint64_t since = (uint64_t)time - (uint64_t)grid->anchor;
-    uint64_t steps = since / period + 1;
+    /* Points from the anchor to `time`; the one after is at most `room`
+     * periods on. (With a 1 ns period, `since / period + 1` wraps to 0.) */
+    uint64_t steps = since / period;
     uint64_t room = ((uint64_t)INT64_MAX - (uint64_t)grid->anchor) / period;
-    if (steps > room) return INT64_MAX;
-    return (int64_t)((uint64_t)grid->anchor + steps * period);
+    if (steps >= room) return INT64_MAX;
+    return (int64_t)((uint64_t)grid->anchor + (steps + 1) * period);
 }
 
 /* The latest grid point at or before `time` (the anchor, if none). */
@@ -240,7 +242,10 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
         return;
     }
     int64_t now = now_of(loop);
-    if (grid->paused || now < grid->next) {
+    /* INT64_MAX never comes: it stands for a grid point past the end of
+     * time (a tk_loop_fire through the timer's handle gets here with the
+     * clock at INT64_MAX). */
+    if (grid->paused || grid->next == INT64_MAX || now < grid->next) {
         /* Armed before a change that came while the loop picked the timer. */
         int result = rearm(ticker, ticker->modes);
         if (result < 0) ticker->error = result;
@@ -248,8 +253,12 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
         return;
     }
     int64_t timestamp = grid_at_or_before(grid, now);
-    uint64_t dropped = (uint64_t)((uint64_t)timestamp - (uint64_t)grid->last) /
-                           (uint64_t)period_of(grid) - 1;
+    /* `last` is a period or more before `timestamp`, which is at or past
+     * `next`; a guard all the same, so that a slip can never wrap. */
+    uint64_t periods = timestamp > grid->last ? ((uint64_t)timestamp - (uint64_t)grid->last) /
+                                                    (uint64_t)period_of(grid)
+                                              : 0;
+    uint64_t dropped = periods > 0 ? periods - 1 : 0;
     /* The adaptation decides before the frame, on the frames before it, so
      * that the frame's target is on the grid the next frame will use. */
     grid->window_frames++;
@@ -288,9 +297,12 @@ void tk__frame_ticker_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, vo
     }
     /* The first grid point not yet passed: at or after `after`, and past
      * this frame. */
-    int64_t floor_time = after - 1 < timestamp ? timestamp : after - 1;
+    int64_t floor_time = tk__sub_sat(after, 1) < timestamp ? timestamp : tk__sub_sat(after, 1);
     if (grid->changes == changes) {
-        if (after - now > grid->window_longest) grid->window_longest = after - now;
+        /* The callback's time: a callback may move manual time by more than
+         * INT64_MAX. */
+        int64_t took = tk__sub_sat(after, now);
+        if (took > grid->window_longest) grid->window_longest = took;
         grid->next = grid_after(grid, floor_time);
     } else if (!grid->paused && grid->next <= after) {
         /* The callback restarted the grid (a resume or a new rate): its grid

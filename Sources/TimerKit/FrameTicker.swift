@@ -25,12 +25,14 @@ import Musl
 /// never come early either: one absolute deadline of the loop's timerfd,
 /// with no tolerance, drives them. When the loop wakes late, the action gets
 /// the latest grid point that has passed; when an action runs past the next
-/// grid point, the points it covered are skipped. Either way the next
-/// frame's ``Frame/droppedFrames`` counts the grid points that got no frame.
+/// grid point, the points it covered are skipped; while the loop runs none
+/// of the ticker's modes, the points that pass get no frame either. Each
+/// way the next frame's ``Frame/droppedFrames`` counts the grid points that
+/// got no frame.
 ///
 /// A ``FrameRateRange`` with more than one rate lets the ticker step its
-/// rate down while frames are being dropped, and back up when the work
-/// allows (see ``FrameRateRange``).
+/// rate down while frames are being dropped (a time in another mode among
+/// them), and back up when the work allows (see ``FrameRateRange``).
 ///
 /// The loop keeps the ticker alive until ``invalidate()``, and the ticker
 /// keeps what its action captures: capture `[weak self]`, or use

@@ -704,6 +704,95 @@ static void test_negative_and_huge_times(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* Moves the monotonic clock to the end of time from the ticker's first
+ * frame: by more than INT64_MAX from a loop that started at INT64_MIN. */
+static void jump_to_the_end(tk_loop *loop, tk_frame_ticker *ticker, const tk_frame *frame,
+                            void *context) {
+    (void)ticker;
+    (void)frame;
+    int *frames = context;
+    if ((*frames)++ == 0) CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, INT64_MAX), 0);
+}
+
+/* Manual time over the whole int64 range. A 1 ns grid from INT64_MIN whose
+ * clock is set to INT64_MAX gives one frame, with every point between
+ * dropped, and then none (INT64_MAX never comes), created running or
+ * resumed there; a callback may move time by more than INT64_MAX; and a
+ * frame fired through the timer's handle when the next point lies past the
+ * end of time is none. */
+static void test_whole_range_of_time(void) {
+    for (int paused = 0; paused <= 1; paused++) {
+        static recorder r;
+        recorder_init(&r);
+        r.destroy_at = 3; /* so that frames without end (a wrapped grid) stop */
+        tk_loop *loop = NULL;
+        CHECK_EQ(tk_loop_create_manual(&loop, INT64_MIN), 0);
+        tk_frame_ticker_spec spec = {.rate = fixed(1e9), .flags = paused ? TK_FRAME_PAUSED : 0};
+        tk_frame_ticker *ticker = NULL;
+        CHECK_EQ(tk_frame_ticker_create(loop, &spec, on_frame, &r, &ticker), 0);
+        CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, INT64_MAX), 0);
+        if (paused) {
+            CHECK_EQ(tk_frame_ticker_set_paused(ticker, 0), 0);
+            /* The first point still ahead is past the end. */
+            CHECK_EQ(info_of(ticker).next_timestamp_ns, INT64_MAX);
+            CHECK_EQ(tk_loop_advance(loop, 0, 0), 0);
+            CHECK_EQ(r.seen, 0);
+        } else {
+            CHECK_EQ(tk_loop_advance(loop, 0, 0), 1);
+            CHECK_EQ(r.seen, 1);
+            CHECK_EQ(r.frames[0].timestamp_ns, INT64_MAX);
+            CHECK_EQ(r.frames[0].dropped_frames, UINT64_MAX - 1);
+        }
+        if (r.seen > r.destroy_at) {
+            /* Destroyed by its callback. */
+            CHECK_EQ(tk_loop_destroy(loop), 0);
+            continue;
+        }
+        CHECK_EQ(info_of(ticker).next_timestamp_ns, INT64_MAX);
+        CHECK_EQ(tk_loop_advance(loop, 0, 0), 0);
+        CHECK_EQ(r.seen, 1 - paused);
+        CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+        CHECK_EQ(tk_loop_destroy(loop), 0);
+    }
+
+    /* A callback that takes time from INT64_MIN to INT64_MAX. */
+    int frames = 0;
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, INT64_MIN), 0);
+    tk_frame_ticker_spec spec = {.rate = fixed(60)};
+    tk_frame_ticker *ticker = NULL;
+    CHECK_EQ(tk_frame_ticker_create(loop, &spec, jump_to_the_end, &frames, &ticker), 0);
+    CHECK_EQ(tk_loop_advance(loop, 0, 20 * MS), 1);
+    CHECK_EQ(frames, 1);
+    tk_frame_ticker_info info = info_of(ticker);
+    CHECK_EQ(info.next_timestamp_ns, INT64_MAX);
+    CHECK_EQ(info.error, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+
+    /* A 100 MHz ticker 5 ns before the end: its first point would be past
+     * INT64_MAX. Fired through its timer's handle with the clock at
+     * INT64_MAX, it delivers no frame and counts nothing dropped. */
+    static recorder end;
+    recorder_init(&end);
+    CHECK_EQ(tk_loop_create_manual(&loop, INT64_MAX - 5), 0);
+    tk_timer_spec one = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = MS, .modes = TK_MODES(TK_MODE_DEFAULT)};
+    tk_timer_id before = TK_TIMER_NONE;
+    CHECK_EQ(tk_loop_schedule(loop, &one, noop_timer, NULL, &before), 0);
+    ticker = start(loop, fixed(1e8), &end);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, INT64_MAX);
+    CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_MONOTONIC, INT64_MAX), 0);
+    tk_timer_info timer;
+    CHECK_EQ(tk_loop_timer_info(loop, before + 1, &timer), 0); /* the ticker's timer */
+    CHECK_EQ(tk_loop_fire(loop, before + 1), 0);
+    CHECK_EQ(end.seen, 0);
+    info = info_of(ticker);
+    CHECK_EQ(info.frames, 0);
+    CHECK_EQ(info.dropped_frames, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static void test_ladders(void) {
     static recorder r;
     recorder_init(&r);
@@ -1027,6 +1116,7 @@ static const test_case tests[] = {
     {"changes_from_another_thread", test_changes_from_another_thread, 120},
     {"destroy_races_frames", test_destroy_races_frames, 120},
     {"negative_and_huge_times", test_negative_and_huge_times, 60},
+    {"whole_range_of_time", test_whole_range_of_time, 60},
     {"ladders", test_ladders, 60},
     {"no_rung_below_the_minimum", test_no_rung_below_the_minimum, 60},
     {"error_stops_the_ticker", test_error_stops_the_ticker, 60},
