@@ -55,6 +55,21 @@ struct TimerTicksTests {
         #expect(received.value.map(\.offset) == [.seconds(101), .seconds(102), .seconds(103)])
     }
 
+    @Test("ticks held for a slow consumer across the whole range of time count every period once")
+    func missedOverTheWholeRange() async throws {
+        let loop = try TimerLoop.manual(startingAt: .nanoseconds(Int64.min))
+        let ticks = try TimerTicks(every: .nanoseconds(1), on: loop)
+        var iterator = ticks.makeAsyncIterator()
+        // One fire held, then one that stands for every period to the end
+        // of time: 2^64 - 1 periods from Int64.min + 1 to Int64.max, one
+        // tick for them all.
+        #expect(try loop.advance(by: .nanoseconds(1)) == 1)
+        try loop.setManualTime(to: MonotonicClock.Instant(offset: .nanoseconds(Int64.max)))
+        #expect(try loop.advance(by: .zero) == 1)
+        let tick = try await iterator.next()
+        #expect(tick?.missed == UInt64.max - 1)
+    }
+
     @Test("a slow consumer gets one tick with the ticks it missed counted")
     func coalescesForSlowConsumer() async throws {
         let loop = try TimerLoop.manual()
