@@ -370,6 +370,33 @@ check "restart: a check reports the wall clock set back another hour (got $chang
     test "$(field "$list" cause)" = check -a "$(abs $((change + 3600000000000)))" -le 1000000000
 check "restart: the clock asks for a sync after the change" test "$(field "$OUT" needs_sync)" = true
 
+# --- 3b. state files: one it cannot restore is left as it is; a link stays one ----
+
+echo
+log "state files: a foreign file, a symbolic link"
+FOREIGN=$WORK/notes.txt
+printf 'precious notes\n' >"$FOREIGN"
+status=0
+run_probe "" --server localhost --port "$PORT" --samples 1 --timeout-ms 1000 --json --state "$FOREIGN" ||
+    status=$?
+echo "      $OUT"
+check "a foreign --state file: status 1 (got $status)" test "$status" -eq 1
+check "a foreign --state file: not restored" \
+    test "$(field "$OUT" restore)" = "error: not a TimerKit trusted-time state file"
+check "a foreign --state file: not saved over, and said so" \
+    test "$(field "$OUT" save_error)" = "not saved: the file could not be restored, and is left as it is"
+check "a foreign --state file: left as it was" test "$(cat "$FOREIGN")" = "precious notes"
+LINK=$WORK/link.state
+ln -s trusted.state "$LINK"
+before=$(cksum <"$STATE")
+run_probe "" --server localhost --port "$PORT" --samples 1 --timeout-ms 1000 --json --state "$LINK" || true
+echo "      $OUT"
+check "through a link: restored and saved" \
+    test "$(field "$OUT" restore)" = "restored 1 samples" -a "$(field "$OUT" saved)" = "$LINK"
+check "through a link: the link is still a link to the state file" \
+    test -L "$LINK" -a "$(readlink "$LINK")" = trusted.state
+check "through a link: the state file it leads to was replaced" test "$(cksum <"$STATE")" != "$before"
+
 # --- 4. chronyd gone --------------------------------------------------------------
 
 echo

@@ -22,14 +22,48 @@ extension TrustedClock {
     /// format version, length, boot id, the fields, and a CRC-32 (the layout
     /// is documented in TrustedClockStateFile.swift).
     ///
-    /// - Throws: ``TrustedTimeError/system(_:)`` naming the failed call
-    ///   (`open`, `write`, `fsync`, `close`, `rename`) and its errno; the
-    ///   file at `path` is then unchanged.
+    /// It replaces only a state file of its own kind: another kind of file
+    /// at `path`, or a state file of a newer format version (which a newer
+    /// version of TimerKit saved), is left as it is, and the call throws.
+    /// A truncated or corrupt state file is replaced. To save over another
+    /// file, remove it first. A symbolic link at `path` stays one: the file
+    /// it leads to is replaced.
+    ///
+    /// - Throws: ``TrustedTimeError/notAStateFile`` or
+    ///   ``TrustedTimeError/stateFileFromNewerVersion(_:)`` for a file it
+    ///   does not replace, ``TrustedTimeError/system(_:)`` naming the failed
+    ///   call (`stat`, `open` or `read` of the file there, which must be a
+    ///   regular file it can read; `open`, `write`, `fsync`, `close`,
+    ///   `rename`) and its errno; the file at `path` is then unchanged.
     public func save(to path: String) throws(TrustedTimeError) {
+        try checkReplaceable(path)
         do {
             try AtomicFile.write(encodedState(), to: path)
         } catch {
             throw .system(error)
+        }
+    }
+
+    /// Throws unless the file at `path`, if any, is a state file of this
+    /// kind and of a format this version reads (truncated or corrupt ones
+    /// included): what ``save(to:)`` may replace.
+    private func checkReplaceable(_ path: String) throws(TrustedTimeError) {
+        let bytes: [UInt8]
+        do {
+            bytes = try AtomicFile.read(path, limit: TrustedClockStateFile.maximumFileSize)
+        } catch Errno.noSuchFileOrDirectory {
+            return
+        } catch {
+            throw .system(error)
+        }
+        do {
+            _ = try TrustedClockStateFile.decode(bytes)
+        } catch .notAStateFile {
+            throw .notAStateFile
+        } catch .stateFileFromNewerVersion(let version) {
+            throw .stateFileFromNewerVersion(version)
+        } catch {
+            return  // its own kind, truncated or corrupt: replaced
         }
     }
 

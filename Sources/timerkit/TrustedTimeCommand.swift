@@ -19,7 +19,8 @@ import Musl
 ///     timerkit trusted-time --clocks
 ///
 /// `--state FILE` restores the clock from FILE first (if it exists) and saves
-/// it there after a sync; with `--no-sync` the clock only restores, which is
+/// it there after a sync, unless the restore failed: a file that cannot be
+/// restored is left as it is (a `save_error` says so); with `--no-sync` the clock only restores, which is
 /// a process restart that must go on without the network. `--clocks` prints
 /// the boot and wall clocks read back to back, nothing else (the script runs
 /// it outside faketime to learn the real time).
@@ -38,7 +39,8 @@ enum TrustedTimeCommand: Subcommand {
             --port N        the server's port (default 123)
             --samples N     requests to send; the reply with the smallest delay wins (default 4)
             --timeout-ms N  how long to wait for each reply, 1 to 60000 (default 2000)
-            --state FILE    restore the clock from FILE first, save it there after the sync
+            --state FILE    restore the clock from FILE first, save it there after the sync;
+                            a file that cannot be restored is left as it is (not saved over)
             --no-sync       ask no server (with --state: continue from the saved state);
                             --server, --port, --samples and --timeout-ms are refused
             --json          the report as JSON on stdout
@@ -120,6 +122,8 @@ enum TrustedTimeCommand: Subcommand {
         clock.onWallClockChange { changes.append($0) }
         var fields: [(String, JSON)] = []
         var failed = false
+        // A file there that could not be restored is not saved over.
+        var restoreFailed = false
 
         if let server = options.server {
             fields.append(("server", .string(server)))
@@ -137,6 +141,7 @@ enum TrustedTimeCommand: Subcommand {
                 } else {
                     fields.append(("restore", .string("error: \(error)")))
                     failed = true
+                    restoreFailed = true
                 }
             }
         }
@@ -204,12 +209,16 @@ enum TrustedTimeCommand: Subcommand {
         fields.append(("refresh_reason", clock.refreshReason.map { .string(describe($0)) } ?? .null))
 
         if let path = options.statePath, options.sync, clock.isSynced {
-            do throws(TrustedTimeError) {
-                try clock.save(to: path)
-                fields.append(("saved", .string(path)))
-            } catch {
-                fields.append(("save_error", .string(error.description)))
-                failed = true
+            if restoreFailed {
+                fields.append(("save_error", .string("not saved: the file could not be restored, and is left as it is")))
+            } else {
+                do throws(TrustedTimeError) {
+                    try clock.save(to: path)
+                    fields.append(("saved", .string(path)))
+                } catch {
+                    fields.append(("save_error", .string(error.description)))
+                    failed = true
+                }
             }
         }
 

@@ -336,6 +336,72 @@ struct TrustedClockPersistenceTests {
         #expect(try TrustedClockStateFile.decode(second).samples.count == 4)
     }
 
+    @Test("saving replaces only a state file of its own kind: another file, or a newer format's, is left as it is")
+    func saveKeepsOtherFiles() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("state")
+        let clock = try syncedClock(ScriptedReadings())
+        var newer = try validBytes()
+        newer[4] = 2
+        let kept: [([UInt8], TrustedTimeError)] = [
+            (Array("precious notes\n".utf8), .notAStateFile),
+            ([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0], .notAStateFile),
+            (resealed(newer), .stateFileFromNewerVersion(2)),
+        ]
+        for (bytes, expected) in kept {
+            trustedTestWrite(bytes, to: path)
+            #expect(throws: expected) { try clock.save(to: path) }
+            #expect(trustedTestRead(path) == bytes)
+            #expect(directory.entries() == ["state"])
+        }
+        // Its own kind, even unreadable, is replaced: truncated, corrupt, empty.
+        var corrupt = try validBytes()
+        corrupt[20] ^= 1
+        for bytes in [Array(try validBytes().prefix(40)), corrupt, []] {
+            trustedTestWrite(bytes, to: path)
+            try clock.save(to: path)
+            #expect(trustedTestRead(path) == clock.encodedState())
+        }
+        // Not a regular file: refused before anything is written.
+        let fifo = directory.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(throws: TrustedTimeError.system(SystemError(errno: .invalidArgument, function: "open"))) {
+            try clock.save(to: fifo)
+        }
+    }
+
+    @Test("saving through a symbolic link replaces the file it leads to and keeps the link")
+    func saveThroughLink() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        #expect(mkdir(directory.file("kept"), 0o700) == 0)
+        let target = directory.file("kept/state")
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        // A relative link, a link to it, and a link to no file yet.
+        #expect(symlink("kept/state", directory.file("link")) == 0)
+        #expect(symlink(directory.file("link"), directory.file("link2")) == 0)
+        try clock.save(to: directory.file("link2"))
+        #expect(trustedTestRead(target) == clock.encodedState())
+        for link in ["link", "link2"] {
+            var status = stat()
+            #expect(lstat(directory.file(link), &status) == 0 && status.st_mode & S_IFMT == S_IFLNK, "\(link)")
+        }
+        #expect(directory.entries() == ["kept", "link", "link2"])
+        // A second save goes to the same file, and restores through the link.
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        try clock.save(to: directory.file("link"))
+        #expect(trustedTestRead(target) == clock.encodedState())
+        #expect(try TrustedClock(readings: readings).restore(from: directory.file("link2"))
+            == .restored(samples: clock.samples.count))
+        // A loop of links is refused, and nothing is written.
+        #expect(symlink("loop-b", directory.file("loop-a")) == 0)
+        #expect(symlink("loop-a", directory.file("loop-b")) == 0)
+        #expect(throws: TrustedTimeError.self) { try clock.save(to: directory.file("loop-a")) }
+        #expect(directory.entries() == ["kept", "link", "link2", "loop-a", "loop-b"])
+    }
+
     @Test("the real machine: save, restore in a new clock, same boot id")
     func realClocks() throws {
         let directory = TrustedTestDirectory()
