@@ -63,7 +63,7 @@ public struct TimeSample: Sendable, Hashable {
 
     /// The round trip minus the server's processing time.
     public var roundTrip: Duration {
-        receivedAt - sentAt - serverProcessingTime
+        (receivedAt - sentAt).subtractingSaturating(serverProcessingTime)
     }
 
     /// The boot-clock instant the server's time is taken to belong to: the
@@ -74,13 +74,13 @@ public struct TimeSample: Sendable, Hashable {
 
     /// The best estimate of the server's time at ``midpoint``.
     public var serverTimeAtMidpoint: Duration {
-        serverTime + serverResolution / 2
+        serverTime.addingSaturating(serverResolution / 2)
     }
 
     /// How far ``serverTimeAtMidpoint`` may be from true time: half the round
     /// trip, half the resolution (rounded up) and the server's uncertainty.
     public var errorBound: Duration {
-        halfUp(roundTrip) + halfUp(serverResolution) + serverUncertainty
+        halfUp(roundTrip).addingSaturating(halfUp(serverResolution)).addingSaturating(serverUncertainty)
     }
 
     /// Why the sample cannot be used, or `nil`.

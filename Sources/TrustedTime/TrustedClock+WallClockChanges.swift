@@ -109,12 +109,12 @@ extension TrustedClock {
     ) -> WallClockChange? {
         let threshold = configuration.wallClockChangeThreshold
         guard let best = state.best else {
-            let wallMinusBoot = wall - boot.offset
+            let wallMinusBoot = wall.subtractingSaturating(boot.offset)
             guard let baseline = state.unsyncedBaseline else {
                 state.unsyncedBaseline = wallMinusBoot
                 return nil
             }
-            let change = wallMinusBoot - baseline
+            let change = wallMinusBoot.subtractingSaturating(baseline)
             guard magnitude(change) > threshold else { return nil }
             state.unsyncedBaseline = wallMinusBoot
             return raise(
@@ -122,23 +122,23 @@ extension TrustedClock {
                 at: TrustedTime(sinceEpoch: wall, errorBound: nil, source: .wallClockFallback))
         }
         let current = time(at: boot, from: best)
-        let offset = wall - current.sinceEpoch
+        let offset = wall.subtractingSaturating(current.sinceEpoch)
         guard var accepted = state.acceptedOffset else {
             // The first synced look: the wall clock is expected to agree with
             // the server, to within the threshold and this reading's error.
             // Whatever it is, it is the offset from now on.
             state.acceptedOffset = offset
-            guard magnitude(offset) > threshold + (current.errorBound ?? .zero) else { return nil }
+            guard magnitude(offset) > threshold.addingSaturating(current.errorBound ?? .zero) else { return nil }
             return raise(&state, cause: cause, change: offset, offset: offset, at: current)
         }
         if cause == .sync, let previous, previous != best {
             // The sample in use changed: server time moved by the difference
             // between the two samples; the wall clock did not move.
-            let before = wall - time(at: boot, from: previous).sinceEpoch
-            accepted += offset - before
+            let before = wall.subtractingSaturating(time(at: boot, from: previous).sinceEpoch)
+            accepted = accepted.addingSaturating(offset.subtractingSaturating(before))
             state.acceptedOffset = accepted
         }
-        let change = offset - accepted
+        let change = offset.subtractingSaturating(accepted)
         guard magnitude(change) > threshold else { return nil }
         state.acceptedOffset = offset
         return raise(&state, cause: cause, change: change, offset: offset, at: current)
@@ -171,9 +171,9 @@ extension TrustedClock {
     }
 }
 
-/// `|duration|`.
+/// `|duration|`, saturating.
 func magnitude(_ duration: Duration) -> Duration {
-    duration < .zero ? .zero - duration : duration
+    duration < .zero ? Duration.zero.subtractingSaturating(duration) : duration
 }
 
 /// A clock held weakly by the loop that monitors it.

@@ -70,7 +70,7 @@ public final class TrustedClock: Clock, Sendable {
         /// How many recent samples are kept (at least 1).
         public var maximumSamples: Int
         /// How far `wall − trusted` may move before a ``WallClockChange`` is
-        /// raised.
+        /// raised (at least 0: a negative threshold is taken as 0).
         public var wallClockChangeThreshold: Duration
         /// When ``TrustedClock/refreshReason`` asks for a new sync.
         public var refreshPolicy: RefreshPolicy
@@ -168,6 +168,7 @@ public final class TrustedClock: Clock, Sendable {
         var configuration = configuration
         configuration.maximumSamples = max(1, configuration.maximumSamples)
         configuration.driftPartsPerMillion = max(0, configuration.driftPartsPerMillion)
+        configuration.wallClockChangeThreshold = max(.zero, configuration.wallClockChangeThreshold)
         self.configuration = configuration
         self.readings = readings
         self.state = ThreadLocked(State())
@@ -267,7 +268,7 @@ public final class TrustedClock: Clock, Sendable {
         if let best = state.withLock({ $0.best }) { return time(at: boot, from: best) }
         let now = readings.boot
         return TrustedTime(
-            sinceEpoch: readings.wall + (boot - now), errorBound: nil, source: .wallClockFallback)
+            sinceEpoch: readings.wall.addingSaturating(boot - now), errorBound: nil, source: .wallClockFallback)
     }
 
     /// Calls `observer` (on the thread that made the change) after every
@@ -296,8 +297,8 @@ public final class TrustedClock: Clock, Sendable {
     func time(at boot: BootClock.Instant, from sample: TimeSample) -> TrustedTime {
         let elapsed = boot - sample.midpoint
         return TrustedTime(
-            sinceEpoch: sample.serverTimeAtMidpoint + elapsed,
-            errorBound: sample.errorBound + driftAllowance(elapsed),
+            sinceEpoch: sample.serverTimeAtMidpoint.addingSaturating(elapsed),
+            errorBound: sample.errorBound.addingSaturating(driftAllowance(elapsed)),
             source: .synced(since: sample.receivedAt))
     }
 
@@ -305,7 +306,10 @@ public final class TrustedClock: Clock, Sendable {
     /// rounded up, saturating.
     func driftAllowance(_ elapsed: Duration) -> Duration {
         // Whole nanoseconds rounded up: a midpoint may fall on half of one.
-        let nanoseconds = UInt64((elapsed < .zero ? .zero - elapsed : elapsed).nanosecondsRoundedUp)
+        // A span past Int64.max ns allows as much as a reading holds.
+        let span = magnitude(elapsed)
+        guard span <= .nanoseconds(Int64.max) else { return .nanoseconds(Int64.max) }
+        let nanoseconds = UInt64(span.nanosecondsRoundedUp)
         let ppm = UInt64(configuration.driftPartsPerMillion)
         let (whole, overflow) = (nanoseconds / 1_000_000).multipliedReportingOverflow(by: ppm)
         if overflow { return .nanoseconds(Int64.max) }

@@ -56,35 +56,21 @@ public struct TrustedTime: InstantProtocol, Sendable, CustomStringConvertible {
     }
 
     /// The earliest the true time can be, if the error bound is known.
-    public var earliest: Duration? { errorBound.map { Self.difference(sinceEpoch, $0) } }
+    public var earliest: Duration? { errorBound.map { sinceEpoch.subtractingSaturating($0) } }
 
     /// The latest the true time can be, if the error bound is known.
-    public var latest: Duration? { errorBound.map { Self.sum(sinceEpoch, $0) } }
+    public var latest: Duration? { errorBound.map { sinceEpoch.addingSaturating($0) } }
 
     /// The same reading, `duration` later (same error bound and source).
     /// Like all arithmetic on readings, it saturates at the ends of
     /// `Duration`'s range instead of trapping.
     public func advanced(by duration: Duration) -> TrustedTime {
-        TrustedTime(sinceEpoch: Self.sum(sinceEpoch, duration), errorBound: errorBound, source: source)
+        TrustedTime(sinceEpoch: sinceEpoch.addingSaturating(duration), errorBound: errorBound, source: source)
     }
 
     /// The time from this instant to `other` (saturating).
     public func duration(to other: TrustedTime) -> Duration {
-        Self.difference(other.sinceEpoch, sinceEpoch)
-    }
-
-    /// `a + b`, saturating.
-    private static func sum(_ a: Duration, _ b: Duration) -> Duration {
-        let (sum, overflow) = a.attoseconds.addingReportingOverflow(b.attoseconds)
-        guard overflow else { return Duration(attoseconds: sum) }
-        return Duration(attoseconds: b.attoseconds > 0 ? .max : .min)
-    }
-
-    /// `a - b`, saturating.
-    private static func difference(_ a: Duration, _ b: Duration) -> Duration {
-        let (difference, overflow) = a.attoseconds.subtractingReportingOverflow(b.attoseconds)
-        guard overflow else { return Duration(attoseconds: difference) }
-        return Duration(attoseconds: b.attoseconds < 0 ? .max : .min)
+        other.sinceEpoch.subtractingSaturating(sinceEpoch)
     }
 
     /// Whether `lhs` comes before `rhs`.

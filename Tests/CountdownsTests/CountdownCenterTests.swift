@@ -413,6 +413,30 @@ struct CountdownCenterTests {
         #expect(ended.all == ["instant +2 ns", "remaining +2 ns"])
     }
 
+    @Test("a trusted center, synced or not, takes boot-clock ends at the ends of Duration's range: held at its time base's ends")
+    func trustedCenterExtremeEnds() throws {
+        for synced in [false, true] {
+            let loop = try TimerLoop.manual(startingAt: .seconds(100))
+            let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
+            if synced {
+                let boot = loop.now(.boot)
+                try clock.sync(with: TimeSample(serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot))
+            }
+            let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+            let ended = Locked<[Countdown]>([])
+            center.onEnd { end in ended.withLock { $0.append(end.countdown) } }
+            let never = center.add(endingAt: BootClock.Instant(offset: Duration(attoseconds: .max)))
+            let long = center.add(endingAt: loop.now(.boot) + Duration(attoseconds: .max / 2) + Duration(attoseconds: .max / 2))
+            let past = center.add(endingAt: BootClock.Instant(offset: Duration(attoseconds: .min)))
+            let sale = FlashSale(center: center, remaining: .seconds(60), receivedAt: BootClock.Instant(offset: Duration(attoseconds: .max)))
+            try loop.advance(by: .seconds(1))
+            #expect(ended.value == [past], "synced: \(synced)")
+            #expect(center.contains(never) && center.contains(long), "synced: \(synced)")
+            #expect(center.remaining(never)! > .seconds(1_000_000_000), "synced: \(synced)")
+            _ = sale
+        }
+    }
+
     @Test("a trusted time base at Int64.min, the earliest server time a sample may give: groups and the whole center tick on their grids")
     func timeBaseAtInt64Min() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))

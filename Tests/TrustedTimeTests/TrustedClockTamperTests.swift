@@ -51,6 +51,21 @@ struct TrustedClockTamperTests {
         #expect(recorder.all.isEmpty)
     }
 
+    @Test("thresholds at the ends: a negative one is taken as 0, the longest one reports nothing and does not trap")
+    func extremeThresholds() throws {
+        let negative = TrustedClock(
+            configuration: .init(wallClockChangeThreshold: .seconds(-5)), readings: ScriptedReadings())
+        #expect(negative.configuration.wallClockChangeThreshold == .zero)
+
+        let readings = ScriptedReadings(wallError: .seconds(-3600))
+        let clock = TrustedClock(
+            configuration: .init(wallClockChangeThreshold: Duration(attoseconds: .max)), readings: readings)
+        #expect(clock.checkWallClock() == nil)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2)))
+        readings.stepWall(by: .seconds(-86_400))
+        #expect(clock.checkWallClock() == nil)
+    }
+
     @Test("the wall clock set back an hour after the sync: a check reports it, and a refresh is due")
     func wallSetBackAfterSync() throws {
         let readings = ScriptedReadings()

@@ -417,6 +417,55 @@ struct TrustedClockTests {
         #expect(odd.latest == .seconds(1) + shortest)
     }
 
+    @Test("server time at boot-clock instants at the ends of Duration's range saturates, synced or not")
+    func timeAtExtremeBootInstants() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let longest = Duration(attoseconds: .max)
+        let shortest = Duration(attoseconds: .min)
+        let latest = BootClock.Instant(offset: longest)
+        let earliest = BootClock.Instant(offset: shortest)
+        // The wall clock moved by the boot clock's time to the instant.
+        #expect(clock.time(atBoot: latest).sinceEpoch == longest)
+        #expect(clock.time(atBoot: earliest).sinceEpoch == shortest + readings.wall)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        // The span from the sample's midpoint held at the range's end, then
+        // the server time at the midpoint added.
+        let server = try #require(clock.bestSample).serverTimeAtMidpoint
+        for (instant, expected) in [(latest, longest), (earliest, shortest + server)] {
+            let time = clock.time(atBoot: instant)
+            #expect(time.sinceEpoch == expected)
+            // The drift allowance of that span, held at Int64.max ns.
+            #expect(time.errorBound! >= .nanoseconds(Int64.max))
+        }
+    }
+
+    @Test("a sample whose figures pass Duration's range is refused, not trapped on")
+    func extremeSampleFigures() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let boot = readings.boot
+        let longest = Duration(attoseconds: .max)
+        let samples = [
+            TimeSample(serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot,
+                serverResolution: .seconds(1), serverUncertainty: longest),
+            TimeSample(serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot,
+                serverUncertainty: longest - .seconds(1)),
+            TimeSample(serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot,
+                serverResolution: longest),
+            TimeSample(serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot + longest),
+        ]
+        for sample in samples {
+            #expect(throws: TrustedTimeError.self) { try clock.sync(with: sample) }
+        }
+        #expect(!clock.isSynced)
+        let refused = TimeSample(
+            serverTime: .seconds(1_700_000_000), sentAt: boot, receivedAt: boot,
+            serverProcessingTime: Duration(attoseconds: .min))
+        #expect(refused.roundTrip == longest)
+        #expect(throws: TrustedTimeError.self) { try clock.sync(with: refused) }
+    }
+
     @Test("TrustedTime: equality and order by instant only; description")
     func trustedTimeValue() {
         let a = TrustedTime(sinceEpoch: .seconds(10), errorBound: .milliseconds(3), source: .wallClockFallback)
