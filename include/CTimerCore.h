@@ -561,7 +561,10 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * stop. A run with any other `deadline_ns` never waits: it moves the manual
  * clocks itself, as tk_loop_advance does (see "Manual time" below),
  * polling the descriptors without blocking after each pass, until no
- * wake-up is left before `deadline_ns`. Then, as a real run wakes for its
+ * wake-up is left before `deadline_ns`. A wake-up asked for
+ * (tk_loop_wakeup) is served by a pass before time moves, as a real run
+ * does not sleep while one is pending: one that the wake-up handler asks
+ * for again makes another pass at the same time. Then, as a real run wakes for its
  * deadline, it moves the clocks to `deadline_ns` (a wake-up in the
  * statistics) and makes a last pass there, which fires every timer of the
  * mode whose deadline has passed, its leeway notwithstanding, and parks the

@@ -623,8 +623,12 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
          * real run wakes for its deadline and makes a last pass. That pass
          * fires what is due there, such as a timer whose leeway reaches past
          * until_ns, and parks the due timers of other modes. */
+        /* As a real run does not sleep while a wake-up is pending, a wake-up
+         * asked for during the pass (a job queued by a job) is served by
+         * another pass at the same time before the clocks move. */
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
-            !((flags & TK_RUN_ONCE) && handled > 0)) {
+            !((flags & TK_RUN_ONCE) && handled > 0) && !loop->wakeup_requested &&
+            !loop->wall_step_pending) {
             if (!tk__manual_step(loop, mode, until_ns)) {
                 /* The last pass was at or past the deadline already. (One
                  * before it may have left the clock there: a callback ran a

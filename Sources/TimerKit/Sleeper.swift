@@ -33,7 +33,7 @@ final class Sleeper: LoopWaiter {
     }
 
     /// As ``sleep(on:clock:until:tolerance:registered:settled:isolation:)``,
-    /// for a job that `loop` (a real one) runs. The task prefers the loop
+    /// for a job that `loop` (real or manual) runs. The task prefers the loop
     /// while it sleeps, so that the loop's thread resumes it onto the loop
     /// itself: the runtime resumes a continuation on the task's preferred
     /// executor, by default the global one, which would then hop back to the

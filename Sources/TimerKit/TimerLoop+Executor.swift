@@ -89,17 +89,18 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
         tk_loop_runs_on_this_thread(handle) == 1 || (hasFailed && TimerLoop.executing === self)
     }
 
-    /// The loop whose jobs the calling thread is running, if any.
-    static var executing: TimerLoop? {
+    /// The loop whose jobs the calling thread is running, if any: the
+    /// executor that a wait ended from that loop's thread should prefer. A
+    /// continuation resumes the task on its preferred executor, by default
+    /// the global one, which would then hop back to the loop; a task that
+    /// prefers the loop resumes onto the loop itself.
+    package static var executing: TimerLoop? {
         guard let pointer = pthread_getspecific(executingLoopKey) else { return nil }
         return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// The real (not manual) loop whose job the calling thread is running,
-    /// if any: the executor that a wait ended from that loop's thread should
-    /// prefer. A continuation resumes the task on its preferred executor, by
-    /// default the global one, which would then hop back to the loop; a task
-    /// that prefers the loop resumes onto the loop itself.
+    /// ``executing`` if it is a real (not manual) loop: the one whose timers
+    /// a clock's sleep may use (a manual loop's time is not the clock's).
     package static var executingRealLoop: TimerLoop? {
         guard let loop = executing, !loop.isManual else { return nil }
         return loop

@@ -90,7 +90,7 @@ extension TimerLoop {
     /// wake-ups that something else brings, as a ``LoopTimer``'s does.
     ///
     /// It runs on the caller's executor: from an actor or a task on this
-    /// loop (a real one), the sleep ends on the loop's thread with no hop; elsewhere the
+    /// loop (real or manual), the sleep ends on the loop's thread with no hop; elsewhere the
     /// task goes back to its own executor when the loop's thread resumes it.
     ///
     /// ```swift
@@ -105,7 +105,7 @@ extension TimerLoop {
         async throws
     {
         if Clock.self == ManualClock.self && !isManual { throw TimerError.notManual }
-        if TimerLoop.executingRealLoop === self {
+        if TimerLoop.executing === self {
             return try await Sleeper.sleepOnItsLoop(
                 self, clock: Clock.clockID, until: deadline.deadlineNanoseconds, tolerance: tolerance)
         }

@@ -162,8 +162,11 @@ public final class TimerLoop: @unchecked Sendable {
     /// as ``advance(by:mode:)`` does, firing what comes due in `mode` on the
     /// way, and then, as a real run woken by its deadline, makes a last pass
     /// there: a timer due by then fires even if its tolerance reaches
-    /// further, and a due timer of another mode waits for its mode. Without
-    /// a deadline, time does not move during the run.
+    /// further, and a due timer of another mode waits for its mode. Unlike
+    /// an advance, it runs the loop's jobs on the way: those queued at one
+    /// time, and the jobs they queue, before it moves time on (see
+    /// <doc:LoopsAsExecutors>). Without a deadline, time does not move
+    /// during the run.
     ///
     /// A deadline at the last instant of the clock's range (`Int64.max`
     /// nanoseconds, where later instants saturate) never comes, as no

@@ -18,7 +18,7 @@
 /// background loop unless one is given) and is invalidated when the
 /// iteration ends: the task is cancelled (`next()` returns `nil`), or the
 /// iterator is dropped. Iterated by an actor or a task on the ticks' own
-/// loop (a real one), each tick arrives on the loop's thread with no hop.
+/// loop (real or manual), each tick arrives on the loop's thread with no hop.
 public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
     /// One tick.
     public struct Tick: Sendable, Hashable {
@@ -200,12 +200,12 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
     }
 
     /// The next tick, waited for on the caller's executor. From a job of
-    /// the ticks' own loop (a real one), the task prefers the loop while it
+    /// the ticks' own loop (real or manual), the task prefers the loop while it
     /// waits, so that the loop's thread resumes it onto the loop with no hop
     /// (as ``Sleeper/sleepOnItsLoop(_:clock:until:tolerance:)`` does).
     nonisolated(nonsending)
     func next() async throws(TimerError) -> Tick? {
-        if TimerLoop.executingRealLoop === loop {
+        if TimerLoop.executing === loop {
             return try await withTaskExecutorPreference(loop) { await waitForTick() }.get()
         }
         return try await waitForTick().get()

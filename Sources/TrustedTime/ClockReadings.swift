@@ -46,7 +46,7 @@ public protocol ClockReadings: Sendable {
     ///
     /// It runs on the caller's executor (`nonisolated(nonsending)`), so that
     /// a sleep that resumes on that executor (as `TimerLoop`'s and TimerKit's
-    /// clocks' do from an actor or task on a real loop) ends there with no
+    /// clocks' do from an actor or task on a loop) ends there with no
     /// hop. An implementation declared plain `async` still conforms: its
     /// sleep leaves the caller's executor, and the task goes back to it
     /// when the sleep ends.

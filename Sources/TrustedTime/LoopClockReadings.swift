@@ -36,7 +36,7 @@ public struct LoopClockReadings: ClockReadings {
 
     /// Sleeps on the loop's boot clock (see `TimerLoop`'s
     /// `sleep(until:tolerance:)`), on the caller's executor: from an actor or
-    /// a task on the loop (a real one), the sleep ends on the loop's thread
+    /// a task on the loop (real or manual), the sleep ends on the loop's thread
     /// with no hop.
     nonisolated(nonsending)
     public func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {

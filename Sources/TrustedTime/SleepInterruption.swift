@@ -49,9 +49,9 @@ final class SleepInterruption: Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ body: nonisolated(nonsending) @escaping @Sendable () async throws -> Void
     ) async throws {
-        // On a real loop's job, the task and the wait for it prefer the loop,
+        // On a loop's job, the task and the wait for it prefer the loop,
         // so that their resumptions from its thread stay on it.
-        let loop = TimerLoop.executingRealLoop
+        let loop = TimerLoop.executing
         // Runs until the sleep suspends before this returns.
         let sleeper = Task.immediate(executorPreference: loop) {
             _ = isolation  // captured: the task runs isolated to it

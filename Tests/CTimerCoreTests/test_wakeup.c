@@ -169,6 +169,65 @@ static void test_manual_passes(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A manual run with a deadline moves time only once no wake-up is pending,
+ * as a real run sleeps only then: a chain of wake-ups, each asked for by the
+ * handler before (a job queued by a job), is served at the time the first
+ * was asked for, before a later timer fires. */
+typedef struct chain {
+    int64_t handled_at[8];
+    int handled;
+    int links;       /* wake-ups the handler still asks for */
+    int64_t later_at; /* when the later timer fired */
+} chain;
+
+static void follow_chain(tk_loop *loop, void *context) {
+    chain *c = context;
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    if (c->handled < 8) c->handled_at[c->handled] = now;
+    c->handled++;
+    if (c->links > 0) {
+        c->links--;
+        CHECK_EQ(tk_loop_wakeup(loop), 0);
+    }
+}
+
+static void start_chain(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)timer;
+    (void)missed;
+    chain *c = context;
+    c->links = 3;
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+}
+
+static void note_later(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)timer;
+    (void)missed;
+    chain *c = context;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &c->later_at), 0);
+}
+
+static void test_manual_run_serves_wakeups_before_moving_time(void) {
+    static chain c;
+    memset(&c, 0, sizeof c);
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, follow_chain, &c), 0);
+    tk_timer_spec at1 = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000, .modes = TK_MODES(0)};
+    tk_timer_spec at3 = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 3000, .modes = TK_MODES(0)};
+    tk_timer_id first, later;
+    CHECK_EQ(tk_loop_schedule(loop, &at1, start_chain, &c, &first), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &at3, note_later, &c, &later), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, 10000, 0), TK_RUN_TIMED_OUT);
+    CHECK_EQ(c.handled, 4); /* the wake-up the timer asked for, and three more */
+    for (int i = 0; i < 4 && i < c.handled; i++) CHECK_EQ(c.handled_at[i], 1000);
+    CHECK_EQ(c.later_at, 3000);
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(now, 10000);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A pass after which the run returns (TK_RUN_ONCE once something was
  * handled, or a deadline reached) still ends with the ready descriptors and
  * the wake-up asked for: a timer due at every pass does not starve them. */
@@ -358,6 +417,7 @@ static void test_nested_poll_ends_the_batch(void) {
 static const test_case tests[] = {
     {"posted_work_from_threads", test_posted_work_from_threads, 300},
     {"manual_passes", test_manual_passes, 60},
+    {"manual_run_serves_wakeups_before_moving_time", test_manual_run_serves_wakeups_before_moving_time, 60},
     {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
     {"once_serves_a_descriptor_once", test_once_serves_a_descriptor_once, 60},
     {"nested_poll_ends_the_batch", test_nested_poll_ends_the_batch, 60},

@@ -18,6 +18,10 @@ actor LoopActor {
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     var count = 0
     var fired = 0
+    /// When each of `loopSleeps`' sleeps ended, on the loop's boot clock.
+    let wakes = Locked<[Duration]>([])
+    /// Ticks `ticks` has taken.
+    let ticksTaken = Locked(0)
 
     init(loop: TimerLoop) { self.loop = loop }
 
@@ -57,6 +61,7 @@ actor LoopActor {
         for _ in 0..<times {
             let deadline = loop.now(.boot) + step
             try await loop.sleep(until: deadline)
+            wakes.withLock { $0.append(loop.now(.boot).offset) }
             if loop.now(.boot) < deadline { early += 1 }
             if !loop.isRunningOnCurrentThread { offThread += 1 }
         }
@@ -72,6 +77,7 @@ actor LoopActor {
         var taken = 0
         for try await _ in try TimerTicks(every: step, on: loop) {
             if !loop.isRunningOnCurrentThread { offThread += 1 }
+            ticksTaken.withLock { $0 += 1 }
             taken += 1
             if taken == count { break }
         }
@@ -79,6 +85,7 @@ actor LoopActor {
         var ticks = try TimerTicks(every: step, on: loop).makeAsyncIterator()
         for _ in 0..<count {
             _ = try await ticks.next()
+            ticksTaken.withLock { $0 += 1 }
             if !loop.isRunningOnCurrentThread { offThread += 1 }
         }
         return (offThread, loop.jobsFromOtherThreads - hopsBefore)
@@ -201,6 +208,67 @@ struct TimerLoopExecutorTests {
             if done.value == nil { await Task.yield() }
         }
         #expect(done.value == true)
+    }
+
+    @Test("a manual run serves jobs queued by jobs at the time they were queued, before time moves on")
+    func manualRunServesJobChains() throws {
+        let loop = try TimerLoop.manual()
+        let log = Locked<[String]>([])
+        try loop.schedule(after: .seconds(1)) { _, _ in
+            // A task that prefers the loop: its start is a job, and its body
+            // runs in a job of its own.
+            Task(executorPreference: loop) { [log] in
+                log.withLock { $0.append("task at \(loop.now(.monotonic).offset)") }
+            }
+        }
+        try loop.schedule(after: .seconds(3)) { _, _ in
+            log.withLock { $0.append("timer at \(loop.now(.monotonic).offset)") }
+        }
+        #expect(try loop.run(for: .seconds(10)) == .timedOut)
+        #expect(log.value == ["task at 1.0 seconds", "timer at 3.0 seconds"])
+    }
+
+    @Test("an actor on a manual loop sleeps on it with no hop: one run takes the sleep to its end, at its end")
+    func manualLoopSleepFromActor() async throws {
+        let loop = try TimerLoop.manual()
+        let actor = LoopActor(loop: loop)
+        let result = Task.detached { try await actor.loopSleeps(3, of: .seconds(5)) }
+        // The actor's first job, queued from this thread.
+        #expect(await waitUntilAsync { loop.jobsFromOtherThreads == 1 })
+        #expect(try loop.run(for: .seconds(16)) == .timedOut)
+        // Each sleep ended at its end, within the one run.
+        #expect(actor.wakes.value == [.seconds(5), .seconds(10), .seconds(15)])
+        // (Had a sleep been left behind, more runs let it end, so that the
+        // task does.)
+        var rounds = 0
+        while actor.wakes.value.count < 3 && rounds < 1_000 {
+            _ = try loop.run(for: .seconds(1))
+            rounds += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let (early, offThread, hops) = try await result.value
+        #expect(early == 0 && offThread == 0)
+        #expect(hops == 0)
+        #expect(loop.jobsFromOtherThreads == 1)
+    }
+
+    @Test("ticks iterated by an actor on a manual loop come with no hop, all within one run")
+    func manualLoopTicksFromActor() async throws {
+        let loop = try TimerLoop.manual()
+        let actor = LoopActor(loop: loop)
+        let result = Task.detached { try await actor.ticks(3, every: .seconds(1)) }
+        #expect(await waitUntilAsync { loop.jobsFromOtherThreads == 1 })
+        #expect(try loop.run(for: .seconds(10)) == .timedOut)
+        #expect(actor.ticksTaken.value == 6)
+        var rounds = 0
+        while actor.ticksTaken.value < 6 && rounds < 1_000 {
+            _ = try loop.run(for: .seconds(1))
+            rounds += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let (offThread, hops) = try await result.value
+        #expect(offThread == 0)
+        #expect(hops == 0)
     }
 
     @Test("runOnce() runs the jobs even when a timer is due at every pass")
