@@ -141,29 +141,34 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
     typealias Tick = TimerTicks<Clock>.Tick
 
     private struct State {
+        /// The grid instant of the timer's next fire: where the grid stands
+        /// (the timer's own next fire date is held at the clock's last
+        /// instant when the next point lies beyond it).
+        var next: Clock.Instant
         var pending: Tick?
         var waiter: CheckedContinuation<Result<Tick?, TimerError>, Never>?
         var finished = false
         var failure: TimerError?
     }
 
-    private let state = ThreadLocked(State())
+    private let state: ThreadLocked<State>
     private let timer: LoopTimer<Clock>
     private let loop: TimerLoop
+    private let interval: Duration
 
     init(loop: TimerLoop, interval: Duration, tolerance: Duration, clock: Clock, mode: LoopMode)
         throws(TimerError)
     {
         self.loop = loop
+        self.interval = interval
+        // The grid starts one interval from now, on the loop's reading of
+        // the clock (its manual time, on a manual loop).
+        let first = loop.now(clock) + interval
+        state = ThreadLocked(State(next: first))
         let reference = WeakBox<Clock>()
-        timer = try LoopTimer(
-            after: interval, repeating: interval, tolerance: tolerance, clock: clock
-        ) { timer, missed in
+        timer = try LoopTimer(fireAt: first, repeating: interval, tolerance: tolerance) { timer, missed in
             guard let source = reference.source else { return timer.invalidate() }
-            // The timer has moved on: the tick stands for the grid point
-            // one interval before its next fire.
-            guard let next = timer.fireDate else { return }
-            source.deliver(Tick(timestamp: next - interval, missed: missed))
+            source.fired(missed: missed)
         }
         reference.source = self
         try loop.register(self)
@@ -180,21 +185,29 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
         loop.unregister(self)
     }
 
-    /// A fire of the timer: hand it to a waiting consumer, or merge it into
-    /// the tick held for the next one.
-    private func deliver(_ tick: Tick) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<Tick?, TimerError>, Never>? in
-            guard !state.finished else { return nil }
+    /// A fire of the timer, `missed` grid points after the one it was due
+    /// at: hand it to a waiting consumer, or merge it into the tick held
+    /// for the next one. Called on the loop's thread, one fire at a time.
+    private func fired(missed: UInt64) {
+        let (tick, waiter) = state.withLock {
+            state -> (Tick, CheckedContinuation<Result<Tick?, TimerError>, Never>?) in
+            // The grid point it stands for, and the next one (held at the
+            // clock's last instant, as instants are).
+            let (skipped, overflow) = interval.attoseconds.multipliedReportingOverflow(by: Int128(missed))
+            let timestamp = state.next + (overflow ? Duration(attoseconds: .max) : Duration(attoseconds: skipped))
+            state.next = timestamp + interval
+            let tick = Tick(timestamp: timestamp, missed: missed)
+            guard !state.finished else { return (tick, nil) }
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return (tick, waiter)
             }
             if let held = state.pending {
                 state.pending = Tick(timestamp: tick.timestamp, missed: held.missed + 1 + tick.missed)
             } else {
                 state.pending = tick
             }
-            return nil
+            return (tick, nil)
         }
         waiter?.resume(returning: .success(tick))
     }

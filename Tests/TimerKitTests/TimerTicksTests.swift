@@ -68,6 +68,20 @@ struct TimerTicksTests {
         #expect(try loop.advance(by: .zero) == 1)
         let tick = try await iterator.next()
         #expect(tick?.missed == UInt64.max - 1)
+        // The last grid point, though the timer's next would be past the end.
+        #expect(tick?.timestamp.offset == .nanoseconds(Int64.max))
+    }
+
+    @Test("a tick whose next grid point lies past the clock's end is stamped with its own grid point")
+    func stampNearTheEnd() async throws {
+        let clock = try ManualClock()
+        let start = clock.now
+        let ticks = try TimerTicks(every: .seconds(6_000_000_000), clock: clock)
+        var iterator = ticks.makeAsyncIterator()
+        try clock.advance(by: .seconds(7_000_000_000))
+        let tick = try await iterator.next()
+        #expect(tick?.missed == 0)
+        #expect(tick?.timestamp == start + .seconds(6_000_000_000))
     }
 
     @Test("a slow consumer gets one tick with the ticks it missed counted")
