@@ -42,8 +42,10 @@ import TrustedTime
 /// and the cooldown was saved with its end in server time (the clock was
 /// synced when it was saved), it ends at that end in server time. Otherwise
 /// it resumes with the time it had left when it was saved: it may end later
-/// than it should, never earlier. (A restart in the same boot needs
-/// neither: the boot-clock end still holds.)
+/// than it should, never earlier. Either way it has at most its duration
+/// left: server time that reads earlier than at the save (a server that
+/// was wrong then, or is now) does not lengthen it. (A restart in the same
+/// boot needs neither: the boot-clock end still holds.)
 ///
 /// **Keys** are told apart by their UTF-8 bytes, as the file holds them and
 /// as Linux tells file names apart, not by Swift's `String` equality: "é"
@@ -424,12 +426,16 @@ public final class Cooldowns: Sendable {
         var fromTimeLeft = 0
         for entry in contents.entries {
             if let serverNow, let trustedEnd = entry.trustedEnd {
-                let left = trustedEnd - serverNow
+                // Never more than its duration: server time that reads
+                // earlier than when it was saved (a server wrong then, or
+                // now) must not lengthen it.
+                let left = min(trustedEnd - serverNow, entry.duration)
                 guard left > .zero else { continue }
                 if resume(key: entry.key, end: now + left, duration: entry.duration) { fromServer += 1 }
             } else {
-                // What it had left when saved: never less than it has now.
-                let left = entry.end - contents.savedAt
+                // What it had left when saved: never less than it has now
+                // (nor more than its duration).
+                let left = min(entry.end - contents.savedAt, entry.duration)
                 guard left > .zero else { continue }
                 if resume(key: entry.key, end: now + left, duration: entry.duration) { fromTimeLeft += 1 }
             }

@@ -303,8 +303,9 @@ private final class Demo: @unchecked Sendable {
         if let left = sale.remaining {
             screen.saleText = "starts in \(clock(left))"
         } else {
-            // "ended" fires once: the page reloads once (0 when the sale had
-            // already started when the demo began).
+            // "ended" fires once: the page reloads once, also for a sale at
+            // zero from the start (0 only if it ended before the demo
+            // observed it).
             screen.saleText = "started; the page reloaded \(screen.reloads) time\(screen.reloads == 1 ? "" : "s")"
         }
         if let left = cooldowns.remaining(key: "code") {

@@ -257,6 +257,30 @@ struct CooldownsTests {
         #expect(cooldowns2.remaining(key: "code") == .seconds(150))
     }
 
+    @Test("after a reboot with a synced trusted clock that reads far earlier than the saved end: never more than the duration left")
+    func rebootWithEarlierServerTime() throws {
+        let path = temporaryPath("state")
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        let center = try CountdownCenter(loop: loop)
+        let cooldowns = Cooldowns(center: center, file: path, trustedClock: clock)
+        try cooldowns.cooldown(key: "code", duration: .seconds(60))
+        try cooldowns.save()
+        // After the reboot the clock syncs to a server time a year earlier
+        // (a server that was wrong before, or is now): the saved end is a
+        // year and 60 s ahead, but a cooldown of 60 s has at most 60 s left.
+        let loop2 = try TimerLoop.manual(startingAt: .seconds(20))
+        let clock2 = TrustedClock(readings: LoopClockReadings(loop: loop2, bootID: "boot-b"))
+        try clock2.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_000 - 31_536_000), sentAt: loop2.now(.boot), receivedAt: loop2.now(.boot)))
+        let center2 = try CountdownCenter(loop: loop2)
+        let cooldowns2 = Cooldowns(center: center2, file: path, trustedClock: clock2)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(60))
+    }
+
     @Test("a file that cannot be used gives a typed error and changes nothing")
     func unusableFiles() throws {
         let path = temporaryPath("state")
