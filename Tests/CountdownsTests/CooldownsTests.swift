@@ -234,25 +234,28 @@ struct CooldownsTests {
         #expect(cooldowns2.cooldown(key: "code")?.end == BootClock.Instant(offset: .seconds(1)) + savedLeft)
     }
 
+    /// Cooldowns on `bootID`, its loop's boot clock at `boot`, with a
+    /// trusted clock synced to `serverTime` there.
+    func syncedProcess(boot: Duration, bootID: String, serverTime: Duration, path: String) throws
+        -> (TimerLoop, Cooldowns)
+    {
+        let loop = try TimerLoop.manual(startingAt: boot)
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: bootID))
+        try clock.sync(with: TimeSample(serverTime: serverTime, sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        return (loop, Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock))
+    }
+
     @Test("after a reboot with a synced trusted clock: the saved end in server time")
     func rebootWithSync() throws {
         let path = temporaryPath("state")
-        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
-        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
-        try clock.sync(with: TimeSample(
-            serverTime: .seconds(1_767_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
-        let center = try CountdownCenter(loop: loop)
-        let cooldowns = Cooldowns(center: center, file: path, trustedClock: clock)
+        let (loop, cooldowns) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(300))
         try loop.advance(by: .seconds(100))
         try cooldowns.save()
         // The machine reboots; 50 s of server time later, the process syncs and restores.
-        let loop2 = try TimerLoop.manual(startingAt: .seconds(20))
-        let clock2 = TrustedClock(readings: LoopClockReadings(loop: loop2, bootID: "boot-b"))
-        try clock2.sync(with: TimeSample(
-            serverTime: .seconds(1_767_000_150), sentAt: loop2.now(.boot), receivedAt: loop2.now(.boot)))
-        let center2 = try CountdownCenter(loop: loop2)
-        let cooldowns2 = Cooldowns(center: center2, file: path, trustedClock: clock2)
+        let (_, cooldowns2) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_150), path: path)
         #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
         #expect(cooldowns2.remaining(key: "code") == .seconds(150))
     }
@@ -260,23 +263,15 @@ struct CooldownsTests {
     @Test("after a reboot with a synced trusted clock that reads far earlier than the saved end: never more than the duration left")
     func rebootWithEarlierServerTime() throws {
         let path = temporaryPath("state")
-        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
-        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
-        try clock.sync(with: TimeSample(
-            serverTime: .seconds(1_767_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
-        let center = try CountdownCenter(loop: loop)
-        let cooldowns = Cooldowns(center: center, file: path, trustedClock: clock)
+        let (_, cooldowns) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(60))
         try cooldowns.save()
         // After the reboot the clock syncs to a server time a year earlier
         // (a server that was wrong before, or is now): the saved end is a
         // year and 60 s ahead, but a cooldown of 60 s has at most 60 s left.
-        let loop2 = try TimerLoop.manual(startingAt: .seconds(20))
-        let clock2 = TrustedClock(readings: LoopClockReadings(loop: loop2, bootID: "boot-b"))
-        try clock2.sync(with: TimeSample(
-            serverTime: .seconds(1_767_000_000 - 31_536_000), sentAt: loop2.now(.boot), receivedAt: loop2.now(.boot)))
-        let center2 = try CountdownCenter(loop: loop2)
-        let cooldowns2 = Cooldowns(center: center2, file: path, trustedClock: clock2)
+        let (_, cooldowns2) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_000 - 31_536_000), path: path)
         #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
         #expect(cooldowns2.remaining(key: "code") == .seconds(60))
     }
