@@ -55,9 +55,11 @@ public final class FrameTicker: @unchecked Sendable {
         public var index: UInt64
         /// This frame's grid time. Never later than ``deliveredAt``.
         public var timestamp: MonotonicClock.Instant
-        /// The next frame's grid time: what to render for.
+        /// The next frame's grid time: what to render for (the clock's last
+        /// instant, `Int64.max` nanoseconds, if that grid time lies past it).
         public var targetTimestamp: MonotonicClock.Instant
-        /// The period in force: `targetTimestamp - timestamp`.
+        /// The period in force: `targetTimestamp - timestamp`, but for a
+        /// target held at the clock's last instant.
         public var duration: Duration
         /// Grid points skipped since the previous frame, because the loop
         /// woke late or the previous action ran past them. 0 on time.
@@ -270,8 +272,9 @@ public final class FrameTicker: @unchecked Sendable {
         info().map { .nanoseconds($0.period_ns) }
     }
 
-    /// The next frame's grid time; `nil` while paused or after
-    /// ``invalidate()``.
+    /// The next frame's grid time; `nil` while paused, after
+    /// ``invalidate()``, or when the next grid point lies past the clock's
+    /// last instant (`Int64.max` nanoseconds), which never comes.
     public var nextTimestamp: MonotonicClock.Instant? {
         guard let next = info()?.next_timestamp_ns, next != .max else { return nil }
         return MonotonicClock.Instant(nanoseconds: next)
