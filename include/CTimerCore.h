@@ -26,6 +26,16 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      13  A manual run with a deadline serves a pending wake-up before it
+ *          moves time (it moved time past a wake-up asked for during a
+ *          pass, so work posted by the wake-up handler waited for a later
+ *          timer, or for the next run); a handler that asks for a wake-up
+ *          at every call now keeps such a run at one time. Fixes to what
+ *          the header always said, at the ends of int64 time: a frame
+ *          ticker whose next grid point lies 2^64 - 1 ns after its anchor
+ *          no longer re-fires without end (the point wrapped to the
+ *          anchor), and one whose next point lies past INT64_MAX delivers
+ *          no frame through tk_loop_fire.
  *      12  A precise run leaves a SCHED_DEADLINE thread's policy alone (it
  *          gave the thread SCHED_FIFO, and left it there after the run, as
  *          the kernel refuses SCHED_DEADLINE through the call that puts a
@@ -113,7 +123,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 12
+#define TK_API_VERSION 13
 
 /* ------------------------------------------------------------------------
  * Types
