@@ -76,17 +76,28 @@ public final class ManualClock: TimerClock, Sendable {
     /// range (`Int64.max` nanoseconds) leaves the sleep to a wake-up that
     /// something else brings (another timer's, or a run's end).
     ///
+    /// It runs on the caller's executor: from an actor or a task on
+    /// ``loop``, the sleep ends on the loop's thread with no hop, within the
+    /// run that takes the clock there.
+    ///
     /// - Throws: `CancellationError` if the task is cancelled first;
     ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.
+    nonisolated(nonsending)
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         if deadline <= now {
             try Task.checkCancellation()
             return
         }
+        let registered: @Sendable () -> Void = { [self] in changeSleepers(by: 1) }
+        let settled: @Sendable () -> Void = { [self] in changeSleepers(by: -1) }
+        if TimerLoop.executing === loop {
+            return try await Sleeper.sleepOnItsLoop(
+                loop, clock: .monotonic, until: deadline.deadlineNanoseconds, tolerance: tolerance,
+                registered: registered, settled: settled)
+        }
         try await Sleeper.sleep(
             on: loop, clock: .monotonic, until: deadline.deadlineNanoseconds, tolerance: tolerance,
-            registered: { [self] in changeSleepers(by: 1) },
-            settled: { [self] in changeSleepers(by: -1) })
+            registered: registered, settled: settled)
     }
 
     /// Moves the clock forward by `duration`, resuming every sleep and firing

@@ -40,10 +40,13 @@ final class Sleeper: LoopWaiter {
     /// loop.
     nonisolated(nonsending)
     static func sleepOnItsLoop(
-        _ loop: TimerLoop, clock: ClockID, until deadline: Int64, tolerance: Duration?
+        _ loop: TimerLoop, clock: ClockID, until deadline: Int64, tolerance: Duration?,
+        registered: (@Sendable () -> Void)? = nil, settled: (@Sendable () -> Void)? = nil
     ) async throws {
         try await withTaskExecutorPreference(loop) {
-            try await sleep(on: loop, clock: clock, until: deadline, tolerance: tolerance)
+            try await sleep(
+                on: loop, clock: clock, until: deadline, tolerance: tolerance, registered: registered,
+                settled: settled)
         }
     }
 

@@ -164,8 +164,8 @@ public final class TimerLoop: @unchecked Sendable {
     /// there: a timer due by then fires even if its tolerance reaches
     /// further, and a due timer of another mode waits for its mode. Unlike
     /// an advance, it runs the loop's jobs on the way: those queued at one
-    /// time, and the jobs they queue, before it moves time on (see
-    /// <doc:LoopsAsExecutors>). Without a deadline, time does not move
+    /// time, and the jobs they queue, before it moves time on (up to 64
+    /// passes in a row: see <doc:LoopsAsExecutors>). Without a deadline, time does not move
     /// during the run.
     ///
     /// A deadline at the last instant of the clock's range (`Int64.max`

@@ -142,8 +142,9 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
 
     private struct State {
         /// The grid instant of the timer's next fire: where the grid stands
-        /// (the timer's own next fire date is held at the clock's last
-        /// instant when the next point lies beyond it).
+        /// (the timer's own next fire date is held at `Int64.max`
+        /// nanoseconds when the next point lies beyond them, and the timer
+        /// fires no more).
         var next: Clock.Instant
         var pending: Tick?
         var waiter: CheckedContinuation<Result<Tick?, TimerError>, Never>?
@@ -191,8 +192,8 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
     private func fired(missed: UInt64) {
         let (tick, waiter) = state.withLock {
             state -> (Tick, CheckedContinuation<Result<Tick?, TimerError>, Never>?) in
-            // The grid point it stands for, and the next one (held at the
-            // clock's last instant, as instants are).
+            // The grid point it stands for, and the next one (instant
+            // arithmetic saturates at the ends of Duration's range).
             let (skipped, overflow) = interval.attoseconds.multipliedReportingOverflow(by: Int128(missed))
             let timestamp = state.next + (overflow ? Duration(attoseconds: .max) : Duration(attoseconds: skipped))
             state.next = timestamp + interval

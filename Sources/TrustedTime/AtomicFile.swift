@@ -83,13 +83,12 @@ package enum AtomicFile {
     ///   the directory's `open`), the new file is in place, but its rename
     ///   may not survive a crash.
     ///
-    /// A `path` that is a symbolic link stays one: the file it leads to is
-    /// replaced (created, for a link to no file), in that file's directory.
-    /// `ELOOP` from `readlink` for more than 40 links in a row, `EINVAL`
-    /// for a link whose target is not UTF-8 text.
+    /// A `path` that is a symbolic link is replaced by the file, as any
+    /// rename replaces it: the file it led to is left as it was. (Writing
+    /// through the link would let whoever can make a link there, in a
+    /// shared directory such as /tmp, pick the file that gets replaced.)
     package static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
         try checkPath(path)
-        let path = try following(path)
         let temporary = path + ".tmp-\(getpid())-\(temporaryCounter.next())"
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(
@@ -153,33 +152,6 @@ package enum AtomicFile {
         } catch where error.errno == .invalidArgument {
             return
         }
-    }
-
-    /// The path a chain of symbolic links at `path` leads to: `path` itself
-    /// when it is no link (or names nothing). A link's relative target is
-    /// taken from the link's directory.
-    private static func following(_ path: String) throws(SystemError) -> String {
-        var path = path
-        for _ in 0..<40 {
-            var status = stat()
-            guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { return path }
-            var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let length = try SystemError.posix(readlink(path, &target, target.count - 1), "readlink")
-            // A target that is not UTF-8 text would be read repaired, as
-            // another path.
-            guard
-                let text = String(validating: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self),
-                !text.utf8.contains(0)
-            else { throw SystemError(errno: .invalidArgument, function: "readlink") }
-            if text.hasPrefix("/") {
-                path = text
-            } else if let slash = path.lastIndex(of: "/") {
-                path = String(path[...slash]) + text
-            } else {
-                path = text
-            }
-        }
-        throw SystemError(errno: Errno(rawValue: ELOOP), function: "readlink")
     }
 
     private static func requireRegularFile(_ status: stat) throws(SystemError) {

@@ -9,7 +9,7 @@ import TimerKit
 /// and the caller goes on sleeping, to the new deadline): so each boot-clock
 /// sleep runs in a task of its own, which a change cancels, and the caller
 /// waits for it. That task starts at once on the caller's executor, isolated
-/// as the caller is (`Task.immediate`); on a real `TimerLoop`'s job, it and
+/// as the caller is (`Task.immediate`); on a `TimerLoop`'s job, it and
 /// the caller's wait for it prefer that loop. So a sleep that resumes on the
 /// loop (readings of that loop, or the machine's, whose sleeps go on the
 /// loop of the job that calls) ends on the loop's thread, and the caller

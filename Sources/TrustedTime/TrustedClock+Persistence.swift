@@ -26,8 +26,8 @@ extension TrustedClock {
     /// at `path`, or a state file of a newer format version (which a newer
     /// version of TimerKit saved), is left as it is, and the call throws.
     /// A truncated or corrupt state file is replaced. To save over another
-    /// file, remove it first. A symbolic link at `path` stays one: the file
-    /// it leads to is replaced.
+    /// file, remove it first. A symbolic link at `path` is replaced by the
+    /// file; the file it led to is left as it was (and checked as above).
     ///
     /// - Throws: ``TrustedTimeError/notAStateFile`` or
     ///   ``TrustedTimeError/stateFileFromNewerVersion(_:)`` for a file it

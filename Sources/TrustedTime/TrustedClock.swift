@@ -334,9 +334,10 @@ public final class TrustedClock: Clock, Sendable {
     /// It runs on the caller's executor (`nonisolated(nonsending)`), and so
     /// do the boot-clock sleeps of its ``readings`` (each in a task of its
     /// own, started on that executor, which a change of the samples
-    /// cancels): from an actor or a task on a real `TimerLoop`, with
-    /// ``SystemClockReadings`` or with ``LoopClockReadings`` of that loop,
-    /// the sleep ends on the loop's thread with no hop. Readings whose
+    /// cancels): from an actor or a task on a `TimerLoop`, with
+    /// ``LoopClockReadings`` of that loop (real or manual), or on a real
+    /// loop with ``SystemClockReadings``, the sleep ends on the loop's
+    /// thread with no hop. Readings whose
     /// `sleep(until:tolerance:)` is plain `async` leave the executor for it,
     /// and so does a sleep through `Clock`'s requirement (such as
     /// `Task.sleep(until:clock:)`).

@@ -228,6 +228,52 @@ static void test_manual_run_serves_wakeups_before_moving_time(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A handler that asks for a wake-up at every call: the run serves it 64
+ * passes in a row at one time, then moves time all the same, and returns
+ * at its deadline (also one already passed). */
+typedef struct storm {
+    int at_first; /* calls at the time the first wake-up was asked for */
+    int calls;
+} storm;
+
+static void ask_again(tk_loop *loop, void *context) {
+    storm *st = context;
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    if (now == 1000) st->at_first++;
+    st->calls++;
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+}
+
+static void ask_once(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)timer;
+    (void)missed;
+    (void)context;
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+}
+
+static void test_manual_run_moves_time_through_a_wakeup_storm(void) {
+    static storm st;
+    memset(&st, 0, sizeof st);
+    tk_loop *loop;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, ask_again, &st), 0);
+    tk_timer_spec at1 = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000, .modes = TK_MODES(0)};
+    tk_timer_id timer;
+    CHECK_EQ(tk_loop_schedule(loop, &at1, ask_once, NULL, &timer), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, 10000, 0), TK_RUN_TIMED_OUT);
+    CHECK_EQ(st.at_first, 65); /* the first call, and 64 passes more */
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(now, 10000);
+    /* A deadline already passed: one pass, as before. */
+    int before = st.calls;
+    CHECK_EQ(tk_loop_run(loop, 0, 5000, 0), TK_RUN_TIMED_OUT);
+    CHECK_LE(st.calls - before, 2);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, NULL, NULL), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A pass after which the run returns (TK_RUN_ONCE once something was
  * handled, or a deadline reached) still ends with the ready descriptors and
  * the wake-up asked for: a timer due at every pass does not starve them. */
@@ -418,6 +464,7 @@ static const test_case tests[] = {
     {"posted_work_from_threads", test_posted_work_from_threads, 300},
     {"manual_passes", test_manual_passes, 60},
     {"manual_run_serves_wakeups_before_moving_time", test_manual_run_serves_wakeups_before_moving_time, 60},
+    {"manual_run_moves_time_through_a_wakeup_storm", test_manual_run_moves_time_through_a_wakeup_storm, 60},
     {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
     {"once_serves_a_descriptor_once", test_once_serves_a_descriptor_once, 60},
     {"nested_poll_ends_the_batch", test_nested_poll_ends_the_batch, 60},

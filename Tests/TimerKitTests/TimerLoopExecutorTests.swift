@@ -68,6 +68,17 @@ actor LoopActor {
         return (early, offThread, loop.jobsFromOtherThreads - hopsBefore)
     }
 
+    /// As `loopSleeps`, through `clock`'s own sleep (`clock.loop` is the
+    /// actor's loop).
+    func manualClockSleeps(_ clock: ManualClock, _ times: Int, of step: Duration) async throws -> Int {
+        let hopsBefore = loop.jobsFromOtherThreads
+        for _ in 0..<times {
+            try await clock.sleep(until: clock.now + step)
+            wakes.withLock { $0.append(clock.now.offset) }
+        }
+        return loop.jobsFromOtherThreads - hopsBefore
+    }
+
     /// Takes `count` ticks every `step` on the actor's loop; how many came
     /// off the loop's thread and how many jobs other threads queued on the
     /// loop meanwhile.
@@ -250,6 +261,25 @@ struct TimerLoopExecutorTests {
         #expect(early == 0 && offThread == 0)
         #expect(hops == 0)
         #expect(loop.jobsFromOtherThreads == 1)
+    }
+
+    @Test("a ManualClock's sleep from an actor on its loop: no hop, each sleep ends at its time within one run")
+    func manualClockSleepFromActor() async throws {
+        let clock = try ManualClock()
+        let loop = clock.loop
+        let actor = LoopActor(loop: loop)
+        let start = clock.now.offset
+        let result = Task.detached { try await actor.manualClockSleeps(clock, 3, of: .seconds(5)) }
+        #expect(await waitUntilAsync { loop.jobsFromOtherThreads == 1 })
+        #expect(try loop.run(for: .seconds(16)) == .timedOut)
+        #expect(actor.wakes.value == [start + .seconds(5), start + .seconds(10), start + .seconds(15)])
+        var rounds = 0
+        while actor.wakes.value.count < 3 && rounds < 1_000 {
+            _ = try loop.run(for: .seconds(1))
+            rounds += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(try await result.value == 0)
     }
 
     @Test("ticks iterated by an actor on a manual loop come with no hop, all within one run")

@@ -371,35 +371,39 @@ struct TrustedClockPersistenceTests {
         }
     }
 
-    @Test("saving through a symbolic link replaces the file it leads to and keeps the link")
-    func saveThroughLink() throws {
+    @Test("saving at a symbolic link replaces the link, never the file it leads to")
+    func saveAtLink() throws {
         let directory = TrustedTestDirectory()
         defer { directory.remove() }
         #expect(mkdir(directory.file("kept"), 0o700) == 0)
         let target = directory.file("kept/state")
+        let link = directory.file("link")
         let readings = ScriptedReadings()
         let clock = try syncedClock(readings)
-        // A relative link, a link to it, and a link to no file yet.
-        #expect(symlink("kept/state", directory.file("link")) == 0)
-        #expect(symlink(directory.file("link"), directory.file("link2")) == 0)
-        try clock.save(to: directory.file("link2"))
-        #expect(trustedTestRead(target) == clock.encodedState())
-        for link in ["link", "link2"] {
-            var status = stat()
-            #expect(lstat(directory.file(link), &status) == 0 && status.st_mode & S_IFMT == S_IFLNK, "\(link)")
-        }
-        #expect(directory.entries() == ["kept", "link", "link2"])
-        // A second save goes to the same file, and restores through the link.
+        try clock.save(to: target)
+        let saved = try #require(trustedTestRead(target))
+        #expect(symlink("kept/state", link) == 0)
+        // Restored through the link; saved there, the link becomes the file.
+        #expect(try TrustedClock(readings: readings).restore(from: link) == .restored(samples: 3))
         try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
-        try clock.save(to: directory.file("link"))
-        #expect(trustedTestRead(target) == clock.encodedState())
-        #expect(try TrustedClock(readings: readings).restore(from: directory.file("link2"))
-            == .restored(samples: clock.samples.count))
-        // A loop of links is refused, and nothing is written.
+        try clock.save(to: link)
+        var status = stat()
+        #expect(lstat(link, &status) == 0 && status.st_mode & S_IFMT == S_IFREG)
+        #expect(trustedTestRead(link) == clock.encodedState())
+        #expect(trustedTestRead(target) == saved)
+        // A link to another kind of file: refused, and both are left as they were.
+        let notes = directory.file("notes")
+        trustedTestWrite(Array("notes\n".utf8), to: notes)
+        #expect(symlink("notes", directory.file("to-notes")) == 0)
+        #expect(throws: TrustedTimeError.notAStateFile) { try clock.save(to: directory.file("to-notes")) }
+        #expect(lstat(directory.file("to-notes"), &status) == 0 && status.st_mode & S_IFMT == S_IFLNK)
+        #expect(trustedTestRead(notes) == Array("notes\n".utf8))
+        // A loop of links is refused (the check's read finds ELOOP), and
+        // nothing is written.
         #expect(symlink("loop-b", directory.file("loop-a")) == 0)
         #expect(symlink("loop-a", directory.file("loop-b")) == 0)
         #expect(throws: TrustedTimeError.self) { try clock.save(to: directory.file("loop-a")) }
-        #expect(directory.entries() == ["kept", "link", "link2", "loop-a", "loop-b"])
+        #expect(directory.entries() == ["kept", "link", "loop-a", "loop-b", "notes", "to-notes"])
     }
 
     @Test("the real machine: save, restore in a new clock, same boot id")
