@@ -27,7 +27,7 @@
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
  *      13  A manual run with a deadline serves a pending wake-up before it
- *          moves time, up to 64 passes in a row (it moved time past a
+ *          moves time, up to 64 passes more at one time (it moved time past a
  *          wake-up asked for during a pass, so work posted by the wake-up
  *          handler waited for a later timer, or for the next run). Fixes to what
  *          the header always said, at the ends of int64 time: a frame
@@ -573,9 +573,10 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * wake-up is left before `deadline_ns`. A wake-up asked for
  * (tk_loop_wakeup) is served by a pass before time moves, as a real run
  * does not sleep while one is pending: one that the wake-up handler asks
- * for again makes another pass at the same time, up to 64 passes in a row
+ * for again makes another pass at the same time, up to 64 more passes
  * (then time moves all the same, so that a handler that asks at every call
- * cannot hold the run), and none once the clock has reached `deadline_ns`. Then, as a real run wakes for its
+ * cannot hold the run), and none once the clock has reached `deadline_ns`
+ * (as a real run returns after its pass at the deadline). Then, as a real run wakes for its
  * deadline, it moves the clocks to `deadline_ns` (a wake-up in the
  * statistics) and makes a last pass there, which fires every timer of the
  * mode whose deadline has passed, its leeway notwithstanding, and parks the

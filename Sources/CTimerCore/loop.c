@@ -512,8 +512,8 @@ static int serve_ready(tk_loop *loop, struct epoll_event *events) {
     return handled + take_wakeup(loop);
 }
 
-/* How many passes in a row a manual run with a deadline makes at one time
- * while wake-ups keep being asked for, before it moves time all the same. */
+/* How many more passes a manual run with a deadline makes at one time while
+ * wake-ups keep being asked for, before it moves time all the same. */
 enum { SAME_TIME_PASSES = 64 };
 
 static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
@@ -631,7 +631,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         /* As a real run does not sleep while a wake-up is pending, a wake-up
          * asked for during the pass (a job queued by a job) is served by
          * another pass at the same time before the clocks move: up to
-         * SAME_TIME_PASSES passes in a row, and only before the deadline, so
+         * SAME_TIME_PASSES more passes, and only before the deadline, so
          * that work asking for a wake-up at every pass still lets time move
          * and the run end. */
         int hold = (loop->wakeup_requested || loop->wall_step_pending) &&

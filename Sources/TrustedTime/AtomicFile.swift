@@ -70,7 +70,7 @@ package enum AtomicFile {
     }
 
     /// Replaces the file at `path` with `bytes`, atomically: mode 0600 for a
-    /// new file. A file replaced keeps its group and its read, write and
+    /// new file (or one that replaces a symbolic link). A file replaced keeps its group and its read, write and
     /// execute bits, the owner's read and write always set; if the group
     /// cannot be kept (a group the process is not in), the group's and
     /// others' bits are dropped rather than granted to another group.
@@ -104,7 +104,9 @@ package enum AtomicFile {
             _ = try SystemError.posix(fstat(fd, &created), "fstat")
             var replaced = stat()
             var mode: mode_t = 0o600
-            if stat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG {
+            // lstat: a link at the path is replaced, not the file it leads
+            // to, whose group and bits are not the new file's to take.
+            if lstat(path, &replaced) == 0, replaced.st_mode & S_IFMT == S_IFREG {
                 mode = replaced.st_mode & 0o777 | 0o600
                 if created.st_gid != replaced.st_gid, fchown(fd, uid_t.max, replaced.st_gid) != 0 {
                     mode &= 0o700

@@ -228,8 +228,8 @@ static void test_manual_run_serves_wakeups_before_moving_time(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
-/* A handler that asks for a wake-up at every call: the run serves it 64
- * passes in a row at one time, then moves time all the same, and returns
+/* A handler that asks for a wake-up at every call: the run serves it in 64
+ * more passes at one time, then moves time all the same, and returns
  * at its deadline (also one already passed). */
 typedef struct storm {
     int at_first; /* calls at the time the first wake-up was asked for */

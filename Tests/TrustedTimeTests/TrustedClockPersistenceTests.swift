@@ -391,6 +391,13 @@ struct TrustedClockPersistenceTests {
         #expect(lstat(link, &status) == 0 && status.st_mode & S_IFMT == S_IFREG)
         #expect(trustedTestRead(link) == clock.encodedState())
         #expect(trustedTestRead(target) == saved)
+        // The file that replaced the link is 0600, whatever the bits of the
+        // file the link led to.
+        #expect(chmod(target, 0o644) == 0)
+        #expect(unlink(link) == 0 && symlink("kept/state", link) == 0)
+        try clock.save(to: link)
+        #expect(lstat(link, &status) == 0 && status.st_mode & S_IFMT == S_IFREG)
+        #expect(status.st_mode & 0o777 == 0o600)
         // A link to another kind of file: refused, and both are left as they were.
         let notes = directory.file("notes")
         trustedTestWrite(Array("notes\n".utf8), to: notes)
