@@ -26,6 +26,11 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      14  A manual advance or run makes at most 65 passes at one time (the
+ *          first and 64 more), counting those for timers due at once and
+ *          for wake-ups asked for, then moves to the next wake-up later
+ *          than that time (a timer that its callback reschedules due at
+ *          once made the call pass at one time without end).
  *      13  A manual run with a deadline serves a pending wake-up before it
  *          moves time, up to 64 passes more at one time (it moved time past a
  *          wake-up asked for during a pass, so work posted by the wake-up
@@ -122,7 +127,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 13
+#define TK_API_VERSION 14
 
 /* ------------------------------------------------------------------------
  * Types
@@ -573,10 +578,11 @@ int tk_loop_now(tk_loop *loop, tk_clock clock, int64_t *now_ns);
  * wake-up is left before `deadline_ns`. A wake-up asked for
  * (tk_loop_wakeup) is served by a pass before time moves, as a real run
  * does not sleep while one is pending: one that the wake-up handler asks
- * for again makes another pass at the same time, up to 64 more passes
- * (then time moves all the same, so that a handler that asks at every call
- * cannot hold the run), and none once the clock has reached `deadline_ns`
- * (as a real run returns after its pass at the deadline). Then, as a real run wakes for its
+ * for again makes another pass at the same time, within the limit of 64
+ * more passes at one time that "Manual time" below describes (then time
+ * moves all the same, so that a handler that asks at every call cannot
+ * hold the run), and none once the clock has reached `deadline_ns` (as a
+ * real run returns after its pass at the deadline). Then, as a real run wakes for its
  * deadline, it moves the clocks to `deadline_ns` (a wake-up in the
  * statistics) and makes a last pass there, which fires every timer of the
  * mode whose deadline has passed, its leeway notwithstanding, and parks the
@@ -965,7 +971,14 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * passed fires, in deadline order, with the clocks reading the wake-up time;
  * then to the end of the span. There a run makes a last pass, as a real run
  * woken by its deadline does, while an advance ends (its pass comes when
- * the next advance or run begins). A run also handles ready descriptors
+ * the next advance or run begins). A timer scheduled or rescheduled during
+ * a pass to be due at once fires at the next pass, at the same time. An
+ * advance or run makes at most 65 passes at one time (the first and 64
+ * more); then it moves to the next wake-up later than that time (or to the
+ * end), so that a timer that its callback reschedules due at once, which a
+ * real loop fires at every pass while its time moves on its own, lets time
+ * move and the call return: it fires again at the next wake-up, with the
+ * other timers there. A run also handles ready descriptors
  * (without waiting) after each pass, can be stopped, and its callbacks may
  * run nested runs, in other modes and with deadlines of their own, which
  * move time too:
@@ -985,8 +998,9 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * as the real loop would: time jumps to each wake-up target (the earliest
  * deadline + leeway among the mode's timers), then every timer whose deadline
  * has passed fires, in deadline order, with the clocks reading the wake-up
- * time. Callbacks may schedule timers that fall in the span; they fire too.
- * A pending wall-clock step (see tk_loop_set_manual_time) is handled first.
+ * time. Callbacks may schedule timers that fall in the span; they fire too
+ * (at most 65 passes at one time: see "Manual time" above). A pending
+ * wall-clock step (see tk_loop_set_manual_time) is handled first.
  * `delta_ns` 0 fires what is already due.
  *
  * Returns the number of timer callbacks run (>= 0; a frame ticker's timer

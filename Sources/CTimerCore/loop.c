@@ -512,10 +512,6 @@ static int serve_ready(tk_loop *loop, struct epoll_event *events) {
     return handled + take_wakeup(loop);
 }
 
-/* How many more passes a manual run with a deadline makes at one time while
- * wake-ups keep being asked for, before it moves time all the same. */
-enum { SAME_TIME_PASSES = 64 };
-
 static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t flags) {
     struct epoll_event events[EVENT_BATCH];
     /* A manual loop's run with a deadline does not wait for time: it moves
@@ -525,7 +521,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int waited = 0;
     int spun = 0; /* the last pass spun for a precise timer */
     int last_poll_handled = 0; /* what the last poll's events and wake-up were */
-    int same_time_passes = 0;  /* passes in a row a manual run made without moving time */
+    int same_time_passes = 0;  /* passes a manual run made at this time after the first */
     int64_t handled = 0;
     if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
@@ -631,15 +627,16 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         /* As a real run does not sleep while a wake-up is pending, a wake-up
          * asked for during the pass (a job queued by a job) is served by
          * another pass at the same time before the clocks move: up to
-         * SAME_TIME_PASSES more passes, and only before the deadline, so
-         * that work asking for a wake-up at every pass still lets time move
-         * and the run end. */
-        int hold = (loop->wakeup_requested || loop->wall_step_pending) &&
-                   same_time_passes < SAME_TIME_PASSES && now[TK_CLOCK_MONOTONIC] < until_ns;
-        same_time_passes = hold ? same_time_passes + 1 : 0;
+         * TK__SAME_TIME_PASSES more passes at one time (counted with the
+         * steps that find a timer due at once), and only before the
+         * deadline, so that work asking for a wake-up at every pass still
+         * lets time move and the run end. */
+        int hold = moves_time && (loop->wakeup_requested || loop->wall_step_pending) &&
+                   same_time_passes < TK__SAME_TIME_PASSES && now[TK_CLOCK_MONOTONIC] < until_ns;
+        if (hold) same_time_passes++;
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
             !((flags & TK_RUN_ONCE) && handled > 0) && !hold) {
-            if (!tk__manual_step(loop, mode, until_ns)) {
+            if (!tk__manual_step(loop, mode, until_ns, &same_time_passes)) {
                 /* The last pass was at or past the deadline already. (One
                  * before it may have left the clock there: a callback ran a
                  * nested run or set the clock. The pass at the deadline is

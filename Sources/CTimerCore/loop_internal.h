@@ -261,6 +261,14 @@ TK__INTERNAL int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock,
                                             int64_t *precise_deadline);
 
 /*
+ * The earliest wake-up target on `clock` among the timers of `mode` that lies
+ * after `after` (for a manual loop: no margin, no visit limit); INT64_MAX if
+ * none.
+ */
+TK__INTERNAL int64_t tk__timers_wake_target_after(const tk_loop *loop, tk_clock clock,
+                                                  unsigned mode, int64_t after);
+
+/*
  * The earliest moment on `clock` by which a timer of `mode` must fire: a
  * timer's deadline + leeway, or a precise timer's deadline; INT64_MAX if
  * none. `visit_limit` as above: past it the result may be earlier than the
@@ -323,12 +331,24 @@ TK__INTERNAL int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_
 /* manual.c */
 
 /*
+ * How many passes more a manual advance or run makes at one time, after its
+ * first there, for wake-ups due at once (a timer rescheduled due at once, a
+ * wake-up asked for during a pass); then it moves on, so that work due again
+ * at every pass cannot hold its time, as a real loop's time moves on its own.
+ */
+#define TK__SAME_TIME_PASSES 64
+
+/*
  * Moves a manual loop's three clocks together to the next wake-up of `mode`
  * (the earliest deadline + leeway among its timers, or at once if a timer of
  * the mode is parked) and returns 1, or, if that lies beyond `end` on the
  * monotonic clock or there is none, moves them to `end` (never back) and
- * returns 0. Counts a wake-up for each 1. Lock held.
+ * returns 0. Counts a wake-up for each 1. `*same_time` counts the passes
+ * made at this time after the first (the caller's own passes at one time
+ * count too): once it reaches TK__SAME_TIME_PASSES, only a wake-up after
+ * the clocks' readings counts. The step sets it to 0 if the clocks moved,
+ * and adds one if not. Lock held.
  */
-TK__INTERNAL int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end);
+TK__INTERNAL int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end, int *same_time);
 
 #endif /* TK_LOOP_INTERNAL_H */

@@ -24,16 +24,19 @@ static int beyond_longest_span(int64_t from, int64_t to) {
 
 /* How far the loop's time may move before the next wake-up: the earliest
  * target, relative to each clock's own reading (the clocks move together;
- * negative for one already passed), in `*in`. 0 if there is none within
- * INT64_MAX ns, the longest span: a target exactly that far is one (a span
- * of INT64_MAX reaches it), one further is not. */
-static int next_wakeup_in(tk_loop *loop, unsigned mode, int64_t *in) {
+ * negative for one already passed), in `*in`; with `later`, the earliest
+ * one after the clocks' readings. 0 if there is none within INT64_MAX ns,
+ * the longest span: a target exactly that far is one (a span of INT64_MAX
+ * reaches it), one further is not. */
+static int next_wakeup_in(tk_loop *loop, unsigned mode, int later, int64_t *in) {
     /* Timers of the mode that a nested run in another mode parked are due:
      * their wake-up is now. */
-    int found = tk__timers_parked_in(loop, mode);
+    int found = !later && tk__timers_parked_in(loop, mode);
     *in = 0;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) {
-        int64_t target = tk__timers_wake_target(loop, (tk_clock)clock, mode, 0, NULL);
+        int64_t target = later ? tk__timers_wake_target_after(loop, (tk_clock)clock, mode,
+                                                              loop->manual_now[clock])
+                               : tk__timers_wake_target(loop, (tk_clock)clock, mode, 0, NULL);
         if (target == INT64_MAX) continue;
         int64_t now = loop->manual_now[clock];
         if (beyond_longest_span(now, target)) continue;
@@ -51,21 +54,26 @@ static void move_clocks(tk_loop *loop, int64_t by) {
 }
 
 /* Moves the clocks to the next wake-up if it is at most `left` away (1),
- * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. */
-static int step_within(tk_loop *loop, unsigned mode, int64_t left, int64_t *moved) {
+ * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. After
+ * TK__SAME_TIME_PASSES passes more at one time (`*same_time`), only a
+ * wake-up after that time counts. */
+static int step_within(tk_loop *loop, unsigned mode, int64_t left, int *same_time,
+                       int64_t *moved) {
     int64_t in;
-    if (!next_wakeup_in(loop, mode, &in) || in > left) {
+    int later = *same_time >= TK__SAME_TIME_PASSES;
+    int woke = next_wakeup_in(loop, mode, later, &in) && in <= left;
+    if (woke) {
+        *moved = in > 0 ? in : 0;
+        loop->stats.wakeups++;
+    } else {
         *moved = left > 0 ? left : 0;
-        move_clocks(loop, *moved);
-        return 0;
     }
-    *moved = in > 0 ? in : 0;
     move_clocks(loop, *moved);
-    loop->stats.wakeups++;
-    return 1;
+    *same_time = *moved > 0 ? 0 : *same_time + 1;
+    return woke;
 }
 
-int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
+int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end, int *same_time) {
     for (;;) {
         /* A callback may have set the monotonic clock past `end` already.
          * A span longer than INT64_MAX ns is stepped in two: the first part
@@ -73,7 +81,7 @@ int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end) {
         int64_t now = loop->manual_now[TK_CLOCK_MONOTONIC];
         int longer = beyond_longest_span(now, end);
         int64_t moved;
-        int woke = step_within(loop, mode, tk__sub_sat(end, now), &moved);
+        int woke = step_within(loop, mode, tk__sub_sat(end, now), same_time, &moved);
         if (woke || !longer) return woke;
     }
 }
@@ -90,6 +98,7 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
     int64_t left = delta_ns;
     int64_t fired = 0;
     int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
+    int same_time = 0; /* passes made at this time after the first */
     if (loop->wall_step_pending) {
         loop->wall_step_pending = 0;
         tk__loop_report_clock_change(loop);
@@ -101,7 +110,7 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
         fired += count;
         left = tk__sub_sat(left, tk__sub_sat(loop->manual_now[TK_CLOCK_MONOTONIC], before));
         int64_t moved;
-        more = step_within(loop, mode, left, &moved);
+        more = step_within(loop, mode, left, &same_time, &moved);
         left -= moved;
         before = loop->manual_now[TK_CLOCK_MONOTONIC];
     } while (more);

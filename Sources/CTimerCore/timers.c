@@ -910,7 +910,7 @@ enum tk__search { TK__SEARCH_WAKE, TK__SEARCH_DUE_BY };
 
 static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
                         uint32_t visit_limit, enum tk__search search,
-                        int64_t *precise_deadline) {
+                        const int64_t *after, int64_t *precise_deadline) {
     const tk__heap *heap = &loop->heaps[clock];
     int64_t best = INT64_MAX;
     int64_t best_precise = INT64_MAX; /* the deadline of the precise timer giving `best` */
@@ -930,7 +930,8 @@ static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
      * Depth-first over the heap, pruning every subtree whose root deadline
      * (less `reach`) is already no earlier than the best target: its timers'
      * targets (deadline + leeway, or deadline - margin; when they must fire
-     * by, deadline + leeway or deadline) cannot be earlier.
+     * by, deadline + leeway or deadline) cannot be earlier. Unless `after`
+     * is NULL, targets at or before `*after` do not count.
      * What is visited is, in the main, the timers that will fire at the
      * wake-up being chosen, so the search costs about as much as the firing
      * it plans. A 4-ary heap of at most 2^32 entries is 16 levels deep, and
@@ -950,7 +951,7 @@ static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
              * (Not its deadline less the margin: at that wake-up nothing
              * might be due, and the same search would plan it again. A
              * precise timer beyond the search may then start its spin late.) */
-            if (entry->deadline < best) {
+            if (entry->deadline < best && (after == NULL || entry->deadline > *after)) {
                 best = entry->deadline;
                 best_precise = INT64_MAX;
             }
@@ -967,7 +968,7 @@ static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
             int64_t target = search == TK__SEARCH_WAKE ? wake_time(loop, entry->deadline, leeway)
                              : leeway == TK__PRECISE  ? entry->deadline
                                                       : tk__add_sat(entry->deadline, leeway);
-            if (target < best) {
+            if (target < best && (after == NULL || target > *after)) {
                 best = target;
                 best_precise = leeway == TK__PRECISE && !loop->manual ? entry->deadline : INT64_MAX;
             }
@@ -984,10 +985,15 @@ static int64_t earliest(const tk_loop *loop, tk_clock clock, unsigned mode,
 
 int64_t tk__timers_wake_target(const tk_loop *loop, tk_clock clock, unsigned mode,
                                uint32_t visit_limit, int64_t *precise_deadline) {
-    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_WAKE, precise_deadline);
+    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_WAKE, NULL, precise_deadline);
+}
+
+int64_t tk__timers_wake_target_after(const tk_loop *loop, tk_clock clock, unsigned mode,
+                                     int64_t after) {
+    return earliest(loop, clock, mode, 0, TK__SEARCH_WAKE, &after, NULL);
 }
 
 int64_t tk__timers_due_by(const tk_loop *loop, tk_clock clock, unsigned mode,
                           uint32_t visit_limit) {
-    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_DUE_BY, NULL);
+    return earliest(loop, clock, mode, visit_limit, TK__SEARCH_DUE_BY, NULL, NULL);
 }

@@ -14,6 +14,12 @@ extension TimerLoop {
     /// ``now(_:)`` reading that time inside the callback. Timers scheduled by
     /// callbacks within the span fire too. Returns the number of callbacks run.
     ///
+    /// A timer that its action makes due at once again (say, with
+    /// `setFireDate` to the current time) fires at the next pass, at the same
+    /// time. An advance makes at most 65 passes at one time; then it moves
+    /// on to the next wake-up later than that time, or to the end of the
+    /// span, as a real loop's time moves on while such a timer keeps it busy.
+    ///
     /// Threads that advance the same loop at once take turns: each call moves
     /// time by its own `duration` after the one before it has returned.
     /// The duration counts whole nanoseconds (a part of one is dropped), and

@@ -165,7 +165,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// further, and a due timer of another mode waits for its mode. Unlike
     /// an advance, it runs the loop's jobs on the way: those queued at one
     /// time, and the jobs they queue, before it moves time on (up to 64
-    /// more passes, and none at the deadline: see <doc:LoopsAsExecutors>). Without a deadline, time does not move
+    /// more passes at one time, counting those for timers made due at once
+    /// again, and none at the deadline: see <doc:LoopsAsExecutors>).
+    /// Without a deadline, time does not move
     /// during the run.
     ///
     /// A deadline at the last instant of the clock's range (`Int64.max`

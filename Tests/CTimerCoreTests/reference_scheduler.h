@@ -46,6 +46,11 @@
  *     it is further away than end - now[MONOTONIC] (how far the clocks may
  *     still move), the clocks move to `end` (not back) and the step ends the
  *     advance or run; else the clocks move to the target (stats.wakeups++).
+ *     An advance or run counts the steps in a row that move the clocks by
+ *     nothing; from the 65th, a step looks only at targets later than
+ *     the clocks' readings (a parked timer offers none): at most 65 passes
+ *     at one time, so that a timer due again at every pass still lets
+ *     time move.
  *   - run(mode, until, flags): returns STOPPED at once if a stop is pending.
  *     Then, repeatedly: a pending wall-clock step is reported, a pass runs
  *     at the clocks' readings (callbacks may run nested runs, which move the
@@ -471,14 +476,17 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
 /* A step after a pass (see the rules above), the clocks moving at most
  * `left`: 1 if they moved to a wake-up target, 0 if they moved by `left`
  * (nothing if `left` <= 0). `*moved` is how far they moved. */
-REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int64_t *moved) {
+REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int *same_time,
+                           int64_t *moved) {
     tk_mode_set bit = TK_MODES(mode);
+    int later = *same_time >= 64;
     int have_target = 0;
     int64_t target = 0;
     for (size_t k = 0; k < ref->live_count; k++) {
         ref_timer *t = &ref->timers[ref->live[k]];
         if (!(t->modes & bit) || t->deferred) continue;
         int64_t v = 0; /* parked: due at once */
+        if (t->parked && later) continue;
         if (!t->parked) {
             int64_t at = ref_add(t->deadline, t->leeway);
             if (at == INT64_MAX) continue;
@@ -487,29 +495,31 @@ REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int64_t 
              * that far is a target (a span of INT64_MAX reaches it). */
             if (at > now && (uint64_t)at - (uint64_t)now > (uint64_t)INT64_MAX) continue;
             v = ref_sub(at, now);
+            if (later && v <= 0) continue;
         }
         if (!have_target || v < target) target = v;
         have_target = 1;
     }
-    if (!have_target || target > left) {
+    int woke = have_target && target <= left;
+    if (woke) {
+        *moved = target > 0 ? target : 0;
+        ref->stats.wakeups++;
+    } else {
         *moved = left > 0 ? left : 0;
-        ref_move_clocks(ref, *moved);
-        return 0;
     }
-    *moved = target > 0 ? target : 0;
     ref_move_clocks(ref, *moved);
-    ref->stats.wakeups++;
-    return 1;
+    *same_time = *moved > 0 ? 0 : *same_time + 1;
+    return woke;
 }
 
 /* A step of a run: the clocks may move until the monotonic one reads `end`. */
-REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end) {
+REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end, int *same_time) {
     for (;;) {
         /* A span longer than INT64_MAX ns is stepped in two. */
         int64_t now = ref->now[TK_CLOCK_MONOTONIC];
         int longer = end > now && (uint64_t)end - (uint64_t)now > (uint64_t)INT64_MAX;
         int64_t moved;
-        int woke = ref_step_within(ref, mode, ref_sub(end, now), &moved);
+        int woke = ref_step_within(ref, mode, ref_sub(end, now), same_time, &moved);
         if (woke || !longer) return woke;
     }
 }
@@ -533,12 +543,13 @@ REF_FN int64_t ref_advance(ref_sched *ref, unsigned mode, int64_t delta_ns) {
     ref->advancing++;
     if (ref->wall_step_pending) ref_report_wall_step(ref);
     int64_t fired = 0;
+    int same_time = 0;
     int more;
     do {
         fired += ref_pass(ref, mode, ref->now, 0);
         left = ref_sub(left, ref_sub(ref->now[TK_CLOCK_MONOTONIC], before));
         int64_t moved;
-        more = ref_step_within(ref, mode, left, &moved);
+        more = ref_step_within(ref, mode, left, &same_time, &moved);
         left -= moved;
         before = ref->now[TK_CLOCK_MONOTONIC];
     } while (more);
@@ -563,6 +574,7 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
     if (!moves_time && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
     int at_deadline = 0;
     int waited = 0;
+    int same_time = 0;
     int64_t handled = 0;
     for (;;) {
         if (ref->stop_requested) {
@@ -589,7 +601,7 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
         if (!moves_time) {
             ref->stats.wakeups++; /* the wait that did not wait */
         } else if (!(flags & TK_RUN_NOWAIT)) {
-            if (!ref_step(ref, mode, until_ns)) {
+            if (!ref_step(ref, mode, until_ns, &same_time)) {
                 if (now[TK_CLOCK_MONOTONIC] >= until_ns) return TK_RUN_TIMED_OUT;
                 ref->stats.wakeups++; /* woken by the deadline, for a last pass */
                 at_deadline = 1;

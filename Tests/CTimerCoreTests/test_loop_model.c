@@ -2211,6 +2211,93 @@ static void scenario_run_repeating(void) {
     }
 }
 
+/* A one-shot that its callback reschedules due at once, at every fire (a
+ * busy timer): a real loop fires it at every pass while its clocks move on
+ * their own. A manual advance or run makes at most 65 passes at one time (the
+ * first and 64 more), then moves to the next wake-up later than that time,
+ * so time still moves, the other timers fire on time, and the call returns
+ * (it used to make passes at one time without end). */
+enum { BUSY_PASSES = 65 };
+
+static void rearm_at_once_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    if (rec != 0) return;
+    tk_timer_spec now = spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0));
+    EXPECT(w_reschedule(w, w->handles[0], &now) == 0, "due again at once");
+}
+
+/* How many of the log's fires from `from` on are of `rec` at monotonic `at`. */
+static size_t fires_at(size_t from, uint32_t rec, int64_t at) {
+    size_t count = 0;
+    for (size_t i = from; i < S->nlog; i++)
+        count += S->log[i].rec == rec && S->log[i].now[TK_CLOCK_MONOTONIC] == at;
+    return count;
+}
+
+static void scenario_busy_timer(void) {
+    for (int running = 0; running < 2; running++) {
+        scenario_begin(running ? "busy-timer-run" : "busy-timer-advance", 0);
+        if (S_failed) { scenario_end(); return; }
+        S->hook = rearm_at_once_hook;
+        uint32_t busy = sched(spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0)));
+        uint32_t at1000 = sched(spec_in(TK_CLOCK_MONOTONIC, 1000, 0, 0, TK_MODES(0)));
+        uint32_t at5000 = sched(spec_in(TK_CLOCK_BOOTTIME, 5000, 0, 0, TK_MODES(0)));
+        int64_t fired = 0;
+        if (running) {
+            int rc = w_run(S, 0, 10000, 0);
+            EXPECT(rc == TK_RUN_TIMED_OUT, "run returned %d", rc);
+        } else {
+            fired = w_advance(S, 0, 10000);
+        }
+        /* 65 passes at 0, at 1000 and at 5000; then nothing is left before
+         * the end but the busy timer itself: the clocks move there, where a
+         * run makes its last pass (one fire more) and an advance ends. */
+        size_t busy_fires = 3 * BUSY_PASSES + (size_t)running;
+        EXPECT(fires_at(0, busy, 0) == BUSY_PASSES && fires_at(0, busy, 1000) == BUSY_PASSES &&
+                   fires_at(0, busy, 5000) == BUSY_PASSES &&
+                   fires_at(0, busy, 10000) == (size_t)running,
+               "busy fires at 0/1000/5000/10000: %zu/%zu/%zu/%zu", fires_at(0, busy, 0),
+               fires_at(0, busy, 1000), fires_at(0, busy, 5000), fires_at(0, busy, 10000));
+        EXPECT(fires_at(0, at1000, 1000) == 1 && fires_at(0, at5000, 5000) == 1,
+               "the others on time: %zu at 1000, %zu at 5000", fires_at(0, at1000, 1000),
+               fires_at(0, at5000, 5000));
+        EXPECT(S->nlog == busy_fires + 2, "%zu fires in all", S->nlog);
+        if (!running) EXPECT(fired == (int64_t)S->nlog, "advance returned %" PRId64, fired);
+        EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == 10000 && w_now(S, TK_CLOCK_BOOTTIME) == 10000,
+               "clocks at %" PRId64 "/%" PRId64, w_now(S, TK_CLOCK_MONOTONIC),
+               w_now(S, TK_CLOCK_BOOTTIME));
+        /* An advance by nothing fires what is due, 65 passes' worth, and ends. */
+        size_t before = S->nlog;
+        fired = w_advance(S, 0, 0);
+        EXPECT(fired == BUSY_PASSES && fires_at(before, busy, 10000) == BUSY_PASSES,
+               "advance by 0: %" PRId64 " fires", fired);
+        /* A busy timer in another mode does not hold a run of this one. */
+        tk_timer_spec other = spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(1));
+        EXPECT(w_reschedule(S, S->handles[busy], &other) == 0, "to mode 1");
+        before = S->nlog;
+        int rc = w_run(S, 0, 20000, 0);
+        EXPECT(rc == TK_RUN_TIMED_OUT && S->nlog == before, "run in mode 0: %d, %zu fires", rc,
+               S->nlog - before);
+        scenario_end();
+    }
+}
+
+/* The same at the first instant of time, where the busy timer's deadline is
+ * INT64_MIN: the step after the 65th pass finds no wake-up after it. */
+static void scenario_busy_timer_at_int64_min(void) {
+    scenario_begin("busy-timer-at-int64-min", INT64_MIN);
+    if (S_failed) { scenario_end(); return; }
+    S->hook = rearm_at_once_hook;
+    uint32_t busy = sched(spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0)));
+    int64_t fired = w_advance(S, 0, 100);
+    EXPECT(fired == BUSY_PASSES && fires_at(0, busy, INT64_MIN) == BUSY_PASSES,
+           "advance: %" PRId64 " fires, %zu at INT64_MIN", fired, fires_at(0, busy, INT64_MIN));
+    EXPECT(w_now(S, TK_CLOCK_MONOTONIC) == INT64_MIN + 100, "clock at %" PRId64,
+           w_now(S, TK_CLOCK_MONOTONIC));
+    scenario_end();
+}
+
 /* A one-shot revived by its own callback, which then runs the loop nested:
  * the nested pass does not fire it while that callback runs (it is set
  * aside, still scheduled), nor does the rest of the outer pass; the next
@@ -2413,6 +2500,10 @@ static void test_refire_in_nested_run(void) {
 static void test_run_repeating(void) {
     on_both_worlds_isolated(scenario_run_repeating, "run-repeating");
 }
+static void test_busy_timer(void) {
+    on_both_worlds_isolated(scenario_busy_timer, "busy-timer");
+    on_both_worlds_isolated(scenario_busy_timer_at_int64_min, "busy-timer-at-int64-min");
+}
 
 /* How many operations the random test makes (TK_MODEL_OPS). */
 static uint64_t g_ops = 500000;
@@ -2445,6 +2536,7 @@ static const test_case tests[] = {
     {"due-behind", test_due_behind, 60},
     {"run-repeating", test_run_repeating, 60},
     {"refire-in-nested-run", test_refire_in_nested_run, 60},
+    {"busy-timer", test_busy_timer, 60},
     {"random", test_random, 1800},
 };
 

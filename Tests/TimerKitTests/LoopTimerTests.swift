@@ -385,6 +385,35 @@ struct LoopTimerTests {
         #expect(throws: TimerError.invalidated) { try repeating.setFireDate(at(.seconds(30))) }
     }
 
+    @Test("a timer its action makes due at once again lets an advance or a run move time on")
+    func dueAgainAtOnce() throws {
+        for running in [false, true] {
+            let loop = try TimerLoop.manual()
+            let busyTimes = Locked<[Duration]>([])
+            let otherTimes = Locked<[Duration]>([])
+            try loop.schedule(after: .zero) { timer, _ in
+                busyTimes.withLock { $0.append(loop.time) }
+                try? timer.setFireDate(loop.now(.monotonic))
+            }
+            try loop.schedule(after: .seconds(1)) { _, _ in
+                otherTimes.withLock { $0.append(loop.time) }
+            }
+            if running {
+                try loop.run(for: .seconds(3))
+            } else {
+                try loop.advance(by: .seconds(3))
+            }
+            // 65 passes at 0 and at 1 s; then the run's last pass at 3 s.
+            let busy = busyTimes.value
+            #expect(busy.count(where: { $0 == .zero }) == 65)
+            #expect(busy.count(where: { $0 == .seconds(1) }) == 65)
+            #expect(busy.count(where: { $0 == .seconds(3) }) == (running ? 1 : 0))
+            #expect(busy.count == 130 + (running ? 1 : 0))
+            #expect(otherTimes.value == [.seconds(1)])
+            #expect(loop.time == .seconds(3))
+        }
+    }
+
     @Test("a repeating timer's tolerance is used up to half its interval")
     func repeatingToleranceIsClamped() throws {
         let loop = try TimerLoop.manual()

@@ -18,7 +18,8 @@ import TimerKit
 //     sequence) if it is due (a timer new in the pass waits for a later one,
 //     without holding up those behind it); the most overdue offer (then the
 //     smaller sequence) is taken: it fires if m is one of its modes and is
-//     parked otherwise.
+//     parked otherwise. After 65 passes at one time (steps in a row that
+//     move time by nothing), a step looks only at targets later than now.
 //   - A repeating timer is re-armed on its grid before its action runs:
 //     missed = (now - deadline) / interval, next = deadline + (missed + 1) *
 //     interval. A one-shot is out of the loop while its action runs; its
@@ -486,6 +487,7 @@ final class ModelLoop {
         let bit = mode.bit
         let end = saturating(now, delta)
         var count = 0
+        var sameTime = 0  // passes at this time after the first
         while true {
             count += pass(bit)
             var target: Int64?
@@ -495,7 +497,7 @@ final class ModelLoop {
                 let at = saturating(t.deadline, t.leeway)
                 if at == .max { continue }
                 let wait = saturating(at, -now)
-                if wait == .max { continue }
+                if wait == .max || (sameTime >= 64 && wait <= 0) { continue }
                 if target == nil || wait < target! { target = wait }
             }
             let left = end - now
@@ -503,7 +505,9 @@ final class ModelLoop {
                 now = end
                 return count
             }
-            now += max(0, target)
+            let moved = max(0, target)
+            now += moved
+            sameTime = moved > 0 ? 0 : sameTime + 1
             wakeups += 1
         }
     }
