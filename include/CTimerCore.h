@@ -30,7 +30,12 @@
  *          first and 64 more), counting those for timers due at once and
  *          for wake-ups asked for, then moves to the next wake-up later
  *          than that time (a timer that its callback reschedules due at
- *          once made the call pass at one time without end).
+ *          once made the call pass at one time without end). A fix to
+ *          what the header always said: a stop asked for by a
+ *          descriptor's callback or by the clock-change function ends the
+ *          run after that callback (the wake-up handler still ran after a
+ *          descriptor's, and the pass's timers after the clock-change
+ *          function's).
  *      13  A manual run with a deadline serves a pending wake-up before it
  *          moves time, up to 64 passes more at one time (it moved time past a
  *          wake-up asked for during a pass, so work posted by the wake-up
@@ -603,7 +608,10 @@ int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t f
 
 /**
  * Asks the innermost tk_loop_run to return TK_RUN_STOPPED after its current
- * callback. Safe from any thread and from callbacks. If the loop is not
+ * callback (a timer's, a descriptor's, the wake-up handler or the
+ * clock-change function): nothing more of that pass runs, and what is left
+ * (a wake-up asked for, ready descriptors, due timers) waits for the next
+ * run. Safe from any thread and from callbacks. If the loop is not
  * running, the next run returns at once. 0 or -EINVAL.
  */
 int tk_loop_stop(tk_loop *loop);

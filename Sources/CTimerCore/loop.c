@@ -397,6 +397,7 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
                 loop->armed[index] = TK__DISARMED;
                 tk__loop_report_clock_change(loop);
                 handled++;
+                if (loop->stop_requested) break;
             } else {
                 loop->armed[index] = TK__DISARMED; /* expired: nothing is armed */
             }
@@ -474,10 +475,11 @@ static void read_clocks_in_use(const tk_loop *loop, int64_t now[TK_CLOCK_COUNT])
 }
 
 /* Calls the wake-up handler if a wake-up was asked for: returns 1 if one
- * was (taken even with no handler), else 0. Lock held; dropped around the
- * call. */
+ * was (taken even with no handler), else 0. A stop asked for by a callback
+ * of the pass comes first: the wake-up waits for the next run. Lock held;
+ * dropped around the call. */
 static int take_wakeup(tk_loop *loop) {
-    if (!loop->wakeup_requested) return 0;
+    if (!loop->wakeup_requested || loop->stop_requested) return 0;
     /* Cleared first: a wake-up asked for while the handler runs makes
      * another pass call it again. */
     loop->wakeup_requested = 0;
@@ -535,6 +537,10 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
             loop->wall_step_pending = 0;
             tk__loop_report_clock_change(loop);
             handled++;
+            if (loop->stop_requested) {
+                loop->stop_requested = 0;
+                return TK_RUN_STOPPED;
+            }
         }
         int tuned = tk__precision_retune(loop);
         if (tuned < 0) return tuned;

@@ -52,7 +52,8 @@
  *     at one time, so that a timer due again at every pass still lets
  *     time move.
  *   - run(mode, until, flags): returns STOPPED at once if a stop is pending.
- *     Then, repeatedly: a pending wall-clock step is reported, a pass runs
+ *     Then, repeatedly: a pending wall-clock step is reported (a stop the
+ *     clock-change function asks for ends the run there), a pass runs
  *     at the clocks' readings (callbacks may run nested runs, which move the
  *     clocks under it); a stop requested meanwhile ends the run (STOPPED),
  *     with ONCE a pass that handled something (a fire or the step report)
@@ -585,6 +586,10 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
         if (ref->wall_step_pending) {
             ref_report_wall_step(ref);
             handled++;
+            if (ref->stop_requested) {
+                ref->stop_requested = 0;
+                return TK_RUN_STOPPED;
+            }
         }
         int64_t now[TK_CLOCK_COUNT];
         memcpy(now, ref->now, sizeof now);

@@ -308,14 +308,89 @@ static void always_due(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *
     CHECK_EQ(tk_loop_reschedule(loop, timer, &now), 0);
 }
 
-static void ready_after_returning_passes(int manual) {
+/* A new loop (manual or real) that watches a new pipe's read end with
+ * read_one and counts its wake-ups with count_wakeup; g_ready cleared. */
+static tk_loop *watching_loop(int manual, int fds[2]) {
     memset(&g_ready, 0, sizeof g_ready);
-    tk_loop *loop;
+    tk_loop *loop = NULL;
     CHECK_EQ(manual ? tk_loop_create_manual(&loop, 0) : tk_loop_create(&loop), 0);
-    int fds[2];
     CHECK_EQ(pipe(fds), 0);
     CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, read_one, NULL), 0);
     CHECK_EQ(tk_loop_set_wakeup_handler(loop, count_wakeup, NULL), 0);
+    return loop;
+}
+
+/* A stop asked for by a descriptor's callback, or by the clock-change
+ * function, ends the run after that callback: the wake-up asked for, and
+ * the timer due, wait for the next run (the wake-up handler ran after a
+ * descriptor's stop, and a timer fired after the clock-change function's). */
+static void stop_in_clock_change(tk_loop *loop, void *context) {
+    (void)context;
+    g_ready.wakeups += 100; /* told apart from the wake-up handler's calls */
+    CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+static void count_fire(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)loop;
+    (void)timer;
+    (void)missed;
+    (void)context;
+    g_ready.fires++;
+}
+
+static void stop_ends_the_pass(int manual) {
+    int fds[2];
+    tk_loop *loop = watching_loop(manual, fds);
+    g_ready.stop_on_read = 1;
+    for (int flags = 0; flags <= (int)TK_RUN_ONCE; flags += (int)TK_RUN_ONCE) {
+        int reads = g_ready.reads;
+        CHECK_EQ(write(fds[1], "a", 1), 1);
+        CHECK_EQ(tk_loop_wakeup(loop), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, (uint32_t)flags), TK_RUN_STOPPED);
+        CHECK_EQ(g_ready.reads, reads + 1);
+        CHECK_EQ(g_ready.wakeups, 0);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+        CHECK_EQ(g_ready.wakeups, 1);
+        g_ready.wakeups = 0;
+    }
+    /* The last part of a pass after which the run returns (a deadline
+     * passed), too. */
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(write(fds[1], "b", 1), 1);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, 0, now - 1, 0), TK_RUN_STOPPED);
+    CHECK_EQ(g_ready.wakeups, 0);
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(g_ready.wakeups, 1);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, fds[0]), 0);
+
+    if (manual) {
+        /* A wall-clock step is reported at the start of the next run. */
+        CHECK_EQ(tk_loop_set_clock_change_handler(loop, stop_in_clock_change, NULL), 0);
+        tk_timer_spec due = {0};
+        tk_timer_id timer;
+        CHECK_EQ(tk_loop_schedule(loop, &due, count_fire, NULL, &timer), 0);
+        CHECK_EQ(tk_loop_set_manual_time(loop, TK_CLOCK_REALTIME, 5), 0);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, 0), TK_RUN_STOPPED);
+        CHECK_EQ(g_ready.wakeups, 101);
+        CHECK_EQ(g_ready.fires, 0);
+        CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+        CHECK_EQ(g_ready.fires, 1);
+    }
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void test_stop_ends_the_pass(void) {
+    stop_ends_the_pass(0);
+    stop_ends_the_pass(1);
+}
+
+static void ready_after_returning_passes(int manual) {
+    int fds[2];
+    tk_loop *loop = watching_loop(manual, fds);
     tk_timer_spec now_spec = {0};
     tk_timer_id timer;
     CHECK_EQ(tk_loop_schedule(loop, &now_spec, always_due, NULL, &timer), 0);
@@ -468,6 +543,7 @@ static const test_case tests[] = {
     {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
     {"once_serves_a_descriptor_once", test_once_serves_a_descriptor_once, 60},
     {"nested_poll_ends_the_batch", test_nested_poll_ends_the_batch, 60},
+    {"stop_ends_the_pass", test_stop_ends_the_pass, 60},
 };
 
 int main(int argc, char **argv) {
