@@ -16,13 +16,16 @@ struct FrameTimeHistogram: Sendable {
     private static let octaves = 55
     static let bucketCount = 256 + octaves * 128
 
-    private(set) var counts: [UInt32]
+    /// As wide as `count`: a bucket that stopped short of its times (a run
+    /// of one frame time billions of frames long) would put the ranks past
+    /// it in later buckets.
+    private(set) var counts: [UInt64]
     private(set) var count: UInt64 = 0
     private(set) var smallest: Int64 = .max
     private(set) var largest: Int64 = 0
 
     init() {
-        counts = [UInt32](repeating: 0, count: Self.bucketCount)
+        counts = [UInt64](repeating: 0, count: Self.bucketCount)
     }
 
     static func bucket(of nanoseconds: Int64) -> Int {
@@ -44,9 +47,16 @@ struct FrameTimeHistogram: Sendable {
     /// Counts one time. No allocation (the buckets are made in `init`, and
     /// the array is not shared while recording).
     mutating func record(_ nanoseconds: Int64) {
+        record(nanoseconds, times: 1)
+    }
+
+    /// Counts `times` frames of one time (`count` stops at `UInt64.max`,
+    /// and the bucket with it).
+    mutating func record(_ nanoseconds: Int64, times: UInt64) {
         let index = Self.bucket(of: nanoseconds)
-        if counts[index] < .max { counts[index] += 1 }
-        count += 1
+        let added = min(times, .max - count)
+        counts[index] += added
+        count += added
         smallest = min(smallest, max(0, nanoseconds))
         largest = max(largest, nanoseconds)
     }
@@ -56,10 +66,13 @@ struct FrameTimeHistogram: Sendable {
     func percentile(_ p: Double) -> Int64? {
         guard count > 0 else { return nil }
         let fraction = min(max(p, 0), 1)
-        let rank = max(1, UInt64((fraction * Double(count)).rounded(.up)))
+        // A count past 2^53 is rounded as a Double, up to 2^64 for the
+        // largest: the rank stays within 1...count.
+        let scaled = (fraction * Double(count)).rounded(.up)
+        let rank = scaled >= 0x1p64 ? count : min(count, max(1, UInt64(scaled)))
         var seen: UInt64 = 0
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
-            seen += UInt64(bucketCount)
+            seen += bucketCount
             guard seen >= rank else { continue }
             // The extremes are known exactly: the smallest time is the first
             // in its bucket, the largest the last in its own.

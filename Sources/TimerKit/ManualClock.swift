@@ -70,7 +70,9 @@ public final class ManualClock: TimerClock, Sendable {
 
     /// Suspends until the clock is advanced to `deadline` (plus at most
     /// `tolerance`, shared with other sleeps as on a real clock). A deadline
-    /// the clock has reached returns at once, as on a real clock. A negative
+    /// the clock has reached returns at once, as on a real clock; one past
+    /// the end of the clock's range (`Int64.max` nanoseconds) never comes,
+    /// even once the clock has stopped at that end. A negative
     /// tolerance counts as none, as the standard library's clocks take it;
     /// one that takes the deadline + tolerance to the end of the clock's
     /// range (`Int64.max` nanoseconds) leaves the sleep to a wake-up that

@@ -204,10 +204,11 @@ final class QueueTimerCore: @unchecked Sendable {
     /// (a one-shot that fired, or a point past the end of time).
     private func arm(_ grid: Grid, accounted: UInt64) throws(TimerError) -> tk_timer_id {
         if grid.interval == 0 && accounted > 0 { return 0 }
-        let (offset, overflow) = grid.interval.multipliedReportingOverflow(
-            by: Int64(clamping: accounted))
-        let (deadline, beyond) = grid.start.addingReportingOverflow(offset)
-        if overflow || beyond { return 0 }
+        // Exact: a grid that started near the beginning of time can have
+        // more than Int64.max points behind it and its next still ahead
+        // (the product is below 2^127, the sum within Int128).
+        let next = Int128(grid.start) + Int128(grid.interval) * Int128(accounted)
+        guard let deadline = Int64(exactly: next) else { return 0 }
         if loop.hasFailed, let failure = loop.failure { throw failure }
         var spec = tk_timer_spec(
             clock: grid.clock.rawClock, delay_ns: 0, deadline_ns: deadline,

@@ -115,7 +115,10 @@ final class Sleeper: LoopWaiter {
         // A manual loop's time moves only when told: if it reached the
         // deadline before the timer was in (another thread advanced it, or it
         // was there already), no pass may come to fire it. The sleep ends now.
-        if loop.isManual {
+        // A deadline of Int64.max ns (one at or past the end of the clock's
+        // range) never comes, as a timer's there never fires, even to a clock
+        // that has stopped there.
+        if loop.isManual && spec.deadline_ns != .max {
             var now: Int64 = 0
             SystemError.expectSuccess(tk_loop_now(loop.handle, spec.clock, &now), "tk_loop_now")
             if now >= spec.deadline_ns { end(by: nil) }

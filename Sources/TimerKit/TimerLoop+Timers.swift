@@ -83,7 +83,9 @@ extension TimerLoop {
     /// Suspends until `clock` reads `deadline` on this loop, at most
     /// `tolerance` later; the loop's thread resumes the task. On a manual
     /// loop, the sleep ends when its time is moved there, or, if it is there
-    /// already, at once, on the calling thread. The sleep is served in every
+    /// already, at once, on the calling thread (a deadline at or past the
+    /// end of the clock's range, `Int64.max` nanoseconds, never comes, as a
+    /// timer's there never fires). The sleep is served in every
     /// mode. A negative tolerance counts as none, as the standard library's
     /// clocks take it; one that takes the deadline + tolerance to the end of
     /// the clock's range (`Int64.max` nanoseconds) leaves the sleep to

@@ -270,6 +270,28 @@ struct FrameRateMonitorTests {
         }
     }
 
+    @Test("percentiles stay right past 2^32 frames of one time")
+    func billionsOfFrames() {
+        // 4.4e9 steady frames of 16 ms and one of 33 ms: every percentile
+        // below the top is 16 ms (a bucket that stopped counting at 2^32 - 1
+        // put p99 at 33 ms, and past 8.6e9 frames p50 too).
+        var histogram = FrameTimeHistogram()
+        histogram.record(16_000_000, times: 4_400_000_000)
+        histogram.record(33_000_000)
+        #expect(histogram.count == 4_400_000_001)
+        for p in [0.5, 0.95, 0.99, 0.999_999_999] {
+            #expect(histogram.percentile(p) == 16_000_000, "p\(p)")
+        }
+        #expect(histogram.percentile(1) == 33_000_000)
+        histogram.record(16_000_000, times: 9_000_000_000)
+        #expect(histogram.percentile(0.5) == 16_000_000)
+        // The count stops at UInt64.max, and the buckets with it.
+        histogram.record(1_000, times: .max)
+        #expect(histogram.count == .max)
+        #expect(histogram.percentile(0.5) == 1_000)
+        #expect(histogram.percentile(1) == 33_000_000)
+    }
+
     @Test("a bucket that holds both the smallest and the largest time reports the smallest below the top rank")
     func sharedExtremes() throws {
         var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10), window: .seconds(100))

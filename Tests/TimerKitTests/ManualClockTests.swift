@@ -306,4 +306,29 @@ struct ManualClockTests {
         try await clock.sleep(until: ManualClock.Instant(offset: .seconds(1)))
         #expect(clock.pendingSleeps == 0)
     }
+
+    @Test("at the end of the clock's range, a sleep past it waits (it never comes) until cancelled")
+    func sleepPastTheEnd() async throws {
+        let clock = try ManualClock()
+        try clock.advance(by: .nanoseconds(Int64.max))  // to the end of the range
+        #expect(clock.now == ManualClock.Instant(offset: .nanoseconds(Int64.max)))
+        try await clock.sleep(until: clock.now)  // reached: at once
+        let loop = clock.loop
+        let sleeps: [@Sendable () async throws -> Void] = [
+            { try await clock.sleep(for: .seconds(1)) },
+            { try await loop.sleep(until: loop.now(.monotonic) + .seconds(1)) },
+        ]
+        for sleep in sleeps {
+            let ended = Locked(false)
+            let task = Task {
+                defer { ended.withLock { $0 = true } }
+                try await sleep()
+            }
+            // Until its timer is in the loop, or (wrongly) it has ended.
+            while loop.statistics.pending == 0 && !ended.value { await Task.yield() }
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(loop.statistics.pending == 0)
+        }
+    }
 }

@@ -233,6 +233,32 @@ struct QueueTimerTests {
         timer.cancel()
     }
 
+    @Test("suspend and resume keep a grid that started at the beginning of time, ahead of every point fired")
+    func resumeOnAGridFromTheStartOfTime() throws {
+        // From Int64.min ns to 10 ns there are 2^62 + 6 points of 2 ns, and
+        // 2^63 + 11 points of 1 ns: more than Int64.max.
+        for (interval, fired) in [(Int64(2), "4611686018427387910"), (1, "9223372036854775819")] {
+            let rig = try Rig()
+            let timer = try rig.makeTimer()
+            let start = MonotonicClock.Instant(offset: .nanoseconds(Int64.min))
+            try timer.schedule(deadline: start, repeating: .nanoseconds(interval))
+            try timer.activate()
+            // The queue held meanwhile: the fires merge into one handler run.
+            try rig.advance(by: .nanoseconds(10), step: .nanoseconds(10))
+            #expect(rig.entries == ["fire \(fired) @1e-08 seconds"])
+            let next = at(.nanoseconds(10 + interval))
+            #expect(timer.nextDeadline == next)
+            timer.suspend()
+            try timer.resume()
+            #expect(timer.nextDeadline == next, "resumed on the grid's next point")
+            #expect(rig.loop.statistics.pending == 1)
+            try rig.advance(by: .nanoseconds(interval), step: .nanoseconds(interval))
+            #expect(rig.entries.count == 2)
+            #expect(rig.entries.last == "fire 1 @\(Duration.nanoseconds(10 + interval))")
+            timer.cancel()
+        }
+    }
+
     @Test("fires while the queue is busy reach one handler run, counted")
     func firesWhileQueueBlocked() throws {
         let rig = try Rig()
