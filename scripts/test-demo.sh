@@ -21,7 +21,8 @@
 #      restored with its true time left;
 #   6. the frame line: a 30 Hz frame ticker redraws the screen and its
 #      monitor shows the measured fps, p99 frame time, drops and hitches,
-#      also during the drag;
+#      also during the drag; two presses of d read together (a paste)
+#      both count;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
 #      true time left; bad options (values out of range too), a corrupt
 #      state file (left as it is, never saved over, and said at exit with
@@ -135,6 +136,35 @@ if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
     check "the carousel had turned before the drag" test -n "$turns_before"
 else
     fail "d starts a drag"
+fi
+
+# Two presses of d that come in one read (a paste, key repeat) both count:
+# the drag starts and ends, or, during one, ends and starts again. Each is
+# judged once ten more frames have been drawn.
+frames_drawn() {
+    local first waited=0 now
+    first=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    while [ "$waited" -lt 300 ]; do
+        now=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+        [ -n "$first" ] && [ -n "$now" ] && [ "$now" -ge $((first + $1)) ] && return 0
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    return 1
+}
+keys -l dd
+frames_drawn 10 || true
+check "d d read together start and end a drag" wait_for '^Drag         not dragging$' 1
+keys d
+if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
+    keys -l dd
+    frames_drawn 10 || true
+    check "d d read together during a drag end it and start another" \
+        wait_for '^Drag         dragging: the loop runs in tracking mode$' 1
+    keys d
+    check "then d ends the drag" wait_for '^Drag         not dragging$'
+else
+    fail "d starts a drag again"
 fi
 
 keys q

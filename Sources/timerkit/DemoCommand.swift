@@ -102,6 +102,9 @@ private final class Demo: @unchecked Sendable {
     let sale: FlashSale
     var screen = Screen()
     let terminal: Terminal?
+    /// Keys read but not handled yet: those after a "d" wait for the next
+    /// frame, by which the drag has started or ended.
+    var unhandledKeys: [UInt8] = []
     var timers: [AnyLoopTimer] = []
     var frames: FrameTicker?
     var monitor: FrameRateMonitor
@@ -233,9 +236,25 @@ private final class Demo: @unchecked Sendable {
             [unowned self] _, frame in
             if let reading = monitor.record(frame) { screen.framesText = reading.description }
             screen.frameIndex = frame.index
-            for key in terminal?.keys() ?? [] { handle(key) }
+            handleKeys()
             update()
         }
+    }
+
+    /// Handles the keys read since the last frame, up to and including the
+    /// first "d": a drag starts or ends only once this frame's callback has
+    /// returned, so a second "d" read with it (a paste, key repeat) would
+    /// find the drag not started or not ended yet. The screen is drawn once
+    /// for them all, after them.
+    private func handleKeys() {
+        unhandledKeys += terminal?.keys() ?? []
+        var handled = 0
+        for key in unhandledKeys {
+            handled += 1
+            handle(key)
+            if key == UInt8(ascii: "d") || screen.quit { break }
+        }
+        unhandledKeys.removeFirst(handled)
     }
 
     private func handle(_ key: UInt8) {
@@ -279,7 +298,6 @@ private final class Demo: @unchecked Sendable {
         default:
             break
         }
-        update()
     }
 
     /// Runs the loop in `.tracking` until stopped: what a list does while a

@@ -336,6 +336,21 @@ struct TrustedClockPersistenceTests {
         #expect(try TrustedClockStateFile.decode(second).samples.count == 4)
     }
 
+    @Test("a state file whose name is as long as a name can be is saved and replaced")
+    func longestName() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let name = String(repeating: "a", count: 255)
+        let path = directory.file(name)
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        try clock.save(to: path)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2)))
+        try clock.save(to: path)
+        #expect(trustedTestRead(path) == clock.encodedState())
+        #expect(directory.entries() == [name])
+    }
+
     @Test("saving replaces only a state file of its own kind: another file, or a newer format's, is left as it is")
     func saveKeepsOtherFiles() throws {
         let directory = TrustedTestDirectory()
