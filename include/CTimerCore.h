@@ -26,11 +26,12 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
- *      14  A manual advance or run makes at most 65 passes at one time (the
- *          first and 64 more), counting those for timers due at once and
- *          for wake-ups asked for, then moves to the next wake-up later
- *          than that time (a timer that its callback reschedules due at
- *          once made the call pass at one time without end). A fix to
+ *      14  A manual advance, or run with a deadline, makes at most 65
+ *          passes at one time (the first and 64 more), counting those for
+ *          timers due at once and for wake-ups asked for, then moves to the
+ *          next wake-up later than that time (a timer that its callback
+ *          reschedules due at once made the call pass at one time without
+ *          end). A fix to
  *          what the header always said: a stop asked for by a
  *          descriptor's callback or by the clock-change function ends the
  *          run after that callback (the wake-up handler still ran after a
@@ -981,12 +982,14 @@ int tk_loop_unwatch_fd(tk_loop *loop, int fd);
  * woken by its deadline does, while an advance ends (its pass comes when
  * the next advance or run begins). A timer scheduled or rescheduled during
  * a pass to be due at once fires at the next pass, at the same time. An
- * advance or run makes at most 65 passes at one time (the first and 64
- * more); then it moves to the next wake-up later than that time (or to the
- * end), so that a timer that its callback reschedules due at once, which a
- * real loop fires at every pass while its time moves on its own, lets time
- * move and the call return: it fires again at the next wake-up, with the
- * other timers there. A run also handles ready descriptors
+ * advance, or a run with a deadline, makes at most 65 passes at one time
+ * (the first and 64 more; a callback that moves the clocks makes the next
+ * pass the first at the new time); then it moves to the next wake-up later
+ * than that time (or to the end), so that a timer that its callback
+ * reschedules due at once, which a real loop fires at every pass while its
+ * time moves on its own, lets time move and the call return: it fires
+ * again at the next wake-up, with the other timers there (or, at the end of
+ * an advance, at the next call's first pass). A run also handles ready descriptors
  * (without waiting) after each pass, can be stopped, and its callbacks may
  * run nested runs, in other modes and with deadlines of their own, which
  * move time too:

@@ -523,7 +523,12 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int waited = 0;
     int spun = 0; /* the last pass spun for a precise timer */
     int last_poll_handled = 0; /* what the last poll's events and wake-up were */
-    int same_time_passes = 0;  /* passes a manual run made at this time after the first */
+    /* The passes a manual run made at this time after the first. */
+    tk__same_time same_time = {0, 0, 0};
+    if (loop->manual) {
+        same_time.monotonic = loop->manual_now[TK_CLOCK_MONOTONIC];
+        same_time.boot = loop->manual_now[TK_CLOCK_BOOTTIME];
+    }
     int64_t handled = 0;
     if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
@@ -637,12 +642,17 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
          * steps that find a timer due at once), and only before the
          * deadline, so that work asking for a wake-up at every pass still
          * lets time move and the run end. */
+        /* (A callback that moved time makes the next pass the first at the
+         * new time.) */
+        int moved = moves_time && (same_time.monotonic != loop->manual_now[TK_CLOCK_MONOTONIC] ||
+                                   same_time.boot != loop->manual_now[TK_CLOCK_BOOTTIME]);
         int hold = moves_time && (loop->wakeup_requested || loop->wall_step_pending) &&
-                   same_time_passes < TK__SAME_TIME_PASSES && now[TK_CLOCK_MONOTONIC] < until_ns;
-        if (hold) same_time_passes++;
+                   (moved || same_time.passes < TK__SAME_TIME_PASSES) &&
+                   now[TK_CLOCK_MONOTONIC] < until_ns;
+        if (hold && !tk__same_time_sync(loop, &same_time)) same_time.passes++;
         if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
             !((flags & TK_RUN_ONCE) && handled > 0) && !hold) {
-            if (!tk__manual_step(loop, mode, until_ns, &same_time_passes)) {
+            if (!tk__manual_step(loop, mode, until_ns, &same_time)) {
                 /* The last pass was at or past the deadline already. (One
                  * before it may have left the clock there: a callback ran a
                  * nested run or set the clock. The pass at the deadline is

@@ -338,6 +338,19 @@ TK__INTERNAL int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_
  */
 #define TK__SAME_TIME_PASSES 64
 
+/* The passes an advance or run made at one time after the first, and the
+ * monotonic and boot readings of that time: a callback that moves them (a
+ * nested run, tk_loop_set_manual_time) starts a new count. (The wall clock
+ * may step back and forth: it starts none.) */
+typedef struct tk__same_time {
+    int passes;
+    int64_t monotonic, boot;
+} tk__same_time;
+
+/* Starts a new count if the clocks have moved since `*same_time`'s: 1 if
+ * they had, else 0. */
+TK__INTERNAL int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time);
+
 /*
  * Moves a manual loop's three clocks together to the next wake-up of `mode`
  * (the earliest deadline + leeway among its timers, or at once if a timer of
@@ -346,9 +359,10 @@ TK__INTERNAL int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_
  * returns 0. Counts a wake-up for each 1. `*same_time` counts the passes
  * made at this time after the first (the caller's own passes at one time
  * count too): once it reaches TK__SAME_TIME_PASSES, only a wake-up after
- * the clocks' readings counts. The step sets it to 0 if the clocks moved,
- * and adds one if not. Lock held.
+ * the clocks' readings counts. The step starts a new count if the clocks
+ * moved, and adds one if not. Lock held.
  */
-TK__INTERNAL int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end, int *same_time);
+TK__INTERNAL int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end,
+                                 tk__same_time *same_time);
 
 #endif /* TK_LOOP_INTERNAL_H */

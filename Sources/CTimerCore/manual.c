@@ -57,10 +57,23 @@ static void move_clocks(tk_loop *loop, int64_t by) {
  * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. After
  * TK__SAME_TIME_PASSES passes more at one time (`*same_time`), only a
  * wake-up after that time counts. */
-static int step_within(tk_loop *loop, unsigned mode, int64_t left, int *same_time,
+int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time) {
+    int64_t monotonic = loop->manual_now[TK_CLOCK_MONOTONIC];
+    int64_t boot = loop->manual_now[TK_CLOCK_BOOTTIME];
+    if (monotonic == same_time->monotonic && boot == same_time->boot) return 0;
+    same_time->passes = 0;
+    same_time->monotonic = monotonic;
+    same_time->boot = boot;
+    return 1;
+}
+
+static int step_within(tk_loop *loop, unsigned mode, int64_t left, tk__same_time *same_time,
                        int64_t *moved) {
     int64_t in;
-    int later = *same_time >= TK__SAME_TIME_PASSES;
+    /* A callback may have moved time: the pass after this step is then the
+     * first at the new time. */
+    int moved_by_callback = tk__same_time_sync(loop, same_time);
+    int later = same_time->passes >= TK__SAME_TIME_PASSES;
     int woke = next_wakeup_in(loop, mode, later, &in) && in <= left;
     if (woke) {
         *moved = in > 0 ? in : 0;
@@ -69,11 +82,16 @@ static int step_within(tk_loop *loop, unsigned mode, int64_t left, int *same_tim
         *moved = left > 0 ? left : 0;
     }
     move_clocks(loop, *moved);
-    *same_time = *moved > 0 ? 0 : *same_time + 1;
+    if (*moved > 0) {
+        same_time->passes = 0;
+    } else if (!moved_by_callback) {
+        same_time->passes++;
+    }
+    tk__same_time_sync(loop, same_time);
     return woke;
 }
 
-int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end, int *same_time) {
+int tk__manual_step(tk_loop *loop, unsigned mode, int64_t end, tk__same_time *same_time) {
     for (;;) {
         /* A callback may have set the monotonic clock past `end` already.
          * A span longer than INT64_MAX ns is stepped in two: the first part
@@ -98,7 +116,8 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
     int64_t left = delta_ns;
     int64_t fired = 0;
     int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
-    int same_time = 0; /* passes made at this time after the first */
+    tk__same_time same_time = {0, loop->manual_now[TK_CLOCK_MONOTONIC],
+                               loop->manual_now[TK_CLOCK_BOOTTIME]};
     if (loop->wall_step_pending) {
         loop->wall_step_pending = 0;
         tk__loop_report_clock_change(loop);

@@ -55,6 +55,7 @@ struct FrameTimeHistogram: Sendable {
     mutating func record(_ nanoseconds: Int64, times: UInt64) {
         let index = Self.bucket(of: nanoseconds)
         let added = min(times, .max - count)
+        guard added > 0 else { return }
         counts[index] += added
         count += added
         smallest = min(smallest, max(0, nanoseconds))

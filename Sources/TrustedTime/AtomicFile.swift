@@ -69,6 +69,18 @@ package enum AtomicFile {
         return bytes
     }
 
+    /// A new file's name next to `path`, for `write`: the path's own name
+    /// with a suffix, or, where that would pass the longest name a
+    /// directory holds (255 bytes), a short name of its own, so that any
+    /// name a file can have can be written.
+    static func temporaryPath(for path: String) -> String {
+        let suffix = ".tmp-\(getpid())-\(temporaryCounter.next())"
+        let name = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last
+        if (name?.count ?? 0) + suffix.utf8.count <= 255 { return path + suffix }
+        let directory = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[...$0]) } ?? ""
+        return directory + ".tk" + suffix
+    }
+
     /// Replaces the file at `path` with `bytes`, atomically: mode 0600 for a
     /// new file (or one that replaces a symbolic link). A file replaced keeps its group and its read, write and
     /// execute bits, the owner's read and write always set; if the group
@@ -87,18 +99,6 @@ package enum AtomicFile {
     /// rename replaces it: the file it led to is left as it was. (Writing
     /// through the link would let whoever can make a link there, in a
     /// shared directory such as /tmp, pick the file that gets replaced.)
-    /// A new file's name next to `path`, for `write`: the path's own name
-    /// with a suffix, or, where that would pass the longest name a
-    /// directory holds (255 bytes), a short name of its own, so that any
-    /// name a file can have can be written.
-    static func temporaryPath(for path: String) -> String {
-        let suffix = ".tmp-\(getpid())-\(temporaryCounter.next())"
-        let name = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last
-        if (name?.count ?? 0) + suffix.utf8.count <= 255 { return path + suffix }
-        let directory = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[...$0]) } ?? ""
-        return directory + ".tk" + suffix
-    }
-
     package static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
         try checkPath(path)
         let temporary = temporaryPath(for: path)

@@ -47,10 +47,13 @@
  *     still move), the clocks move to `end` (not back) and the step ends the
  *     advance or run; else the clocks move to the target (stats.wakeups++).
  *     An advance or run counts the steps in a row that move the clocks by
- *     nothing; from the 65th, a step looks only at targets later than
- *     the clocks' readings (a parked timer offers none): at most 65 passes
- *     at one time, so that a timer due again at every pass still lets
- *     time move.
+ *     nothing, from 0 again whenever the monotonic or boot clock reads
+ *     otherwise than at the last count (a callback moved them: the step
+ *     then counts none, its pass being the first at that time); from the
+ *     65th, a step looks only at targets later than the clocks' readings (a
+ *     parked timer offers none): at most 65 passes at one time, so that a
+ *     timer due again at every pass still lets time move. (Passes held for
+ *     a wake-up, which count too, are not modelled.)
  *   - run(mode, until, flags): returns STOPPED at once if a stop is pending.
  *     Then, repeatedly: a pending wall-clock step is reported (a stop the
  *     clock-change function asks for ends the run there), a pass runs
@@ -477,10 +480,25 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
 /* A step after a pass (see the rules above), the clocks moving at most
  * `left`: 1 if they moved to a wake-up target, 0 if they moved by `left`
  * (nothing if `left` <= 0). `*moved` is how far they moved. */
-REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int *same_time,
+/* The steps in a row that moved the clocks by nothing, and the monotonic
+ * and boot readings they were made at. */
+typedef struct ref_same_time {
+    int passes;
+    int64_t monotonic, boot;
+} ref_same_time;
+
+REF_FN ref_same_time ref_same_time_at(const ref_sched *ref) {
+    ref_same_time same_time = {0, ref->now[TK_CLOCK_MONOTONIC], ref->now[TK_CLOCK_BOOTTIME]};
+    return same_time;
+}
+
+REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, ref_same_time *same_time,
                            int64_t *moved) {
     tk_mode_set bit = TK_MODES(mode);
-    int later = *same_time >= 64;
+    ref_same_time now_at = ref_same_time_at(ref);
+    int moved_by_callback = now_at.monotonic != same_time->monotonic || now_at.boot != same_time->boot;
+    if (moved_by_callback) *same_time = now_at;
+    int later = same_time->passes >= 64;
     int have_target = 0;
     int64_t target = 0;
     for (size_t k = 0; k < ref->live_count; k++) {
@@ -509,12 +527,16 @@ REF_FN int ref_step_within(ref_sched *ref, unsigned mode, int64_t left, int *sam
         *moved = left > 0 ? left : 0;
     }
     ref_move_clocks(ref, *moved);
-    *same_time = *moved > 0 ? 0 : *same_time + 1;
+    if (*moved > 0) {
+        *same_time = ref_same_time_at(ref);
+    } else if (!moved_by_callback) {
+        same_time->passes++; /* else the next pass is the first at this time */
+    }
     return woke;
 }
 
 /* A step of a run: the clocks may move until the monotonic one reads `end`. */
-REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end, int *same_time) {
+REF_FN int ref_step(ref_sched *ref, unsigned mode, int64_t end, ref_same_time *same_time) {
     for (;;) {
         /* A span longer than INT64_MAX ns is stepped in two. */
         int64_t now = ref->now[TK_CLOCK_MONOTONIC];
@@ -544,7 +566,7 @@ REF_FN int64_t ref_advance(ref_sched *ref, unsigned mode, int64_t delta_ns) {
     ref->advancing++;
     if (ref->wall_step_pending) ref_report_wall_step(ref);
     int64_t fired = 0;
-    int same_time = 0;
+    ref_same_time same_time = ref_same_time_at(ref);
     int more;
     do {
         fired += ref_pass(ref, mode, ref->now, 0);
@@ -575,7 +597,7 @@ REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t fla
     if (!moves_time && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
     int at_deadline = 0;
     int waited = 0;
-    int same_time = 0;
+    ref_same_time same_time = ref_same_time_at(ref);
     int64_t handled = 0;
     for (;;) {
         if (ref->stop_requested) {

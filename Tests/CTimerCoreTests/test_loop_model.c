@@ -2283,6 +2283,35 @@ static void scenario_busy_timer(void) {
     }
 }
 
+/* A busy timer whose count of passes a callback's move of time starts
+ * again: the timer due at 50 fires at the next pass after the busy timer's
+ * 65th callback moved the clocks to 100 (not at the run's end). */
+static void move_at_65th_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    if (rec != 0) return;
+    tk_timer_spec now = spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0));
+    EXPECT(w_reschedule(w, w->handles[0], &now) == 0, "due again at once");
+    int *fires = w->hook_data;
+    if (++*fires == BUSY_PASSES) EXPECT(w_set_time(w, TK_CLOCK_MONOTONIC, 100) == 0, "to 100");
+}
+
+static void scenario_busy_timer_moved(void) {
+    scenario_begin("busy-timer-moved", 0);
+    if (S_failed) { scenario_end(); return; }
+    int fires = 0;
+    S->hook = move_at_65th_hook;
+    S->hook_data = &fires;
+    uint32_t busy = sched(spec_in(TK_CLOCK_MONOTONIC, 0, 0, 0, TK_MODES(0)));
+    uint32_t at50 = sched(spec_in(TK_CLOCK_MONOTONIC, 50, 0, 0, TK_MODES(0)));
+    int rc = w_run(S, 0, 10000, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT, "run returned %d", rc);
+    EXPECT(fires_at(0, at50, 100) == 1, "the timer due at 50 fired at 100: %zu", fires_at(0, at50, 100));
+    EXPECT(fires_at(0, busy, 100) == BUSY_PASSES && fires_at(0, busy, 10000) == 1,
+           "busy at 100: %zu, at 10000: %zu", fires_at(0, busy, 100), fires_at(0, busy, 10000));
+    scenario_end();
+}
+
 /* The same at the first instant of time, where the busy timer's deadline is
  * INT64_MIN: the step after the 65th pass finds no wake-up after it. */
 static void scenario_busy_timer_at_int64_min(void) {
@@ -2503,6 +2532,7 @@ static void test_run_repeating(void) {
 static void test_busy_timer(void) {
     on_both_worlds_isolated(scenario_busy_timer, "busy-timer");
     on_both_worlds_isolated(scenario_busy_timer_at_int64_min, "busy-timer-at-int64-min");
+    on_both_worlds_isolated(scenario_busy_timer_moved, "busy-timer-moved");
 }
 
 /* How many operations the random test makes (TK_MODEL_OPS). */

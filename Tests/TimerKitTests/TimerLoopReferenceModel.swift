@@ -18,8 +18,8 @@ import TimerKit
 //     sequence) if it is due (a timer new in the pass waits for a later one,
 //     without holding up those behind it); the most overdue offer (then the
 //     smaller sequence) is taken: it fires if m is one of its modes and is
-//     parked otherwise. After 65 passes at one time (steps in a row that
-//     move time by nothing), a step looks only at targets later than now.
+//     parked otherwise. After 64 steps in a row that move time by nothing
+//     (65 passes at one time), a step looks only at targets later than now.
 //   - A repeating timer is re-armed on its grid before its action runs:
 //     missed = (now - deadline) / interval, next = deadline + (missed + 1) *
 //     interval. A one-shot is out of the loop while its action runs; its
