@@ -53,10 +53,6 @@ static void move_clocks(tk_loop *loop, int64_t by) {
     }
 }
 
-/* Moves the clocks to the next wake-up if it is at most `left` away (1),
- * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. After
- * TK__SAME_TIME_PASSES passes more at one time (`*same_time`), only a
- * wake-up after that time counts. */
 int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time) {
     int64_t monotonic = loop->manual_now[TK_CLOCK_MONOTONIC];
     int64_t boot = loop->manual_now[TK_CLOCK_BOOTTIME];
@@ -67,6 +63,10 @@ int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time) {
     return 1;
 }
 
+/* Moves the clocks to the next wake-up if it is at most `left` away (1),
+ * else by `left` (0; nothing if `left` <= 0). `*moved` is how far. After
+ * TK__SAME_TIME_PASSES passes more at one time (`*same_time`), only a
+ * wake-up after that time counts. */
 static int step_within(tk_loop *loop, unsigned mode, int64_t left, tk__same_time *same_time,
                        int64_t *moved) {
     int64_t in;
