@@ -7,9 +7,10 @@
  * table is full. A timer scheduled with a record of the caller's
  * (tk_loop_schedule_record) takes a slot all the same, and leaves its place
  * in the records untouched. A handle is the slot and its generation, each
- * offset by the loop's key (see make_id); freeing a slot bumps its
- * generation, which is what makes a stale handle harmless, and the key is
- * what makes another loop's handle name nothing here.
+ * offset by the loop's key (see make_id). A timer that ends leaves a record
+ * that says so, and a slot's generation moves on each time a timer takes
+ * it: that is what makes a stale handle harmless, and the key is what makes
+ * another loop's handle name nothing here.
  *
  * A pending timer sits in the heap of its clock. A timer that comes due while
  * the loop runs a mode outside its set moves to `parked` and goes back into
@@ -43,7 +44,7 @@
  * foreign handle lands on a slot of the loop only if one of the two has
  * room for more timers than that distance, and on a live timer of it only
  * if the slot so far along has been used that many times as well: its
- * generation moves on by one each time a timer in it ends (release_slot).
+ * generation moves on by one each time a timer takes it (take_slot).
  */
 static tk_timer_id make_id(const tk_loop *loop, uint32_t slot, uint32_t generation) {
     uint32_t key = loop->handle_key;
@@ -160,14 +161,15 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
         memset(&timers[old], 0, (size_t)(capacity - old) * sizeof *timers);
     }
     /* New slots go on the free list lowest first, ahead of what was there
-     * (all but the unused one, which stays free and off the list). */
+     * (all but the unused one, which stays free and off the list), at
+     * generation 0: the first timer to take one moves it to 1. */
     uint32_t unused = unused_slot(loop);
     for (uint32_t slot = (uint32_t)capacity; slot-- > old;) {
         if (slots != NULL) {
             slots[slot].record = &free_record;
-            slots[slot].generation = 1;
+            slots[slot].generation = 0;
         } else {
-            timers[slot].generation = 1;
+            timers[slot].generation = 0;
         }
         positions[slot] = TK__NO_SLOT;
         if (slot == unused) continue;
@@ -179,17 +181,23 @@ static int reserve_slot(tk_loop *loop, uint32_t wanted) {
     return loop->free_slot == TK__NO_SLOT ? -ENOMEM : 0;
 }
 
+/* Moves a slot's generation on, skipping 0: a new use of the slot, whose
+ * handles the earlier uses' do not name. */
+static void bump_generation(uint32_t *generation) {
+    if (++*generation == 0) *generation = 1;
+}
+
+/* Takes a free slot for a new timer, moving its generation on: once for
+ * each use of the slot. (A timer that ends leaves its slot's generation
+ * alone: its record's state says it is no longer live, which is what makes
+ * its handles name nothing until the slot is used again, and a cancel by
+ * record then writes the slot without reading it.) */
 static uint32_t take_slot(tk_loop *loop) {
     uint32_t slot = loop->free_slot;
     loop->free_slot = loop->positions[slot];
     loop->slots_used++;
+    bump_generation(generation_at(loop, slot));
     return slot;
-}
-
-/* Makes the handles of the slot whose generation this is stale. Generation
- * 0 is skipped. */
-static void bump_generation(uint32_t *generation) {
-    if (++*generation == 0) *generation = 1;
 }
 
 /* Makes the loop's slots array, for its first timer with a record of the
@@ -208,11 +216,9 @@ static int make_slots(tk_loop *loop) {
     return 0;
 }
 
-/* Frees `slot`, whose record is `timer`, bumping its generation: once for
- * each use of the slot. A cancelled timer's generation was bumped when it
- * was cancelled. */
+/* Frees `slot`, whose record is `timer`. Its generation moves on when the
+ * slot is taken again (take_slot). */
 static void release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
-    if (timer->state != TK__TIMER_CANCELLED) bump_generation(generation_at(loop, slot));
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
     timer->context = NULL;
@@ -229,7 +235,6 @@ static void release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
  * finish_callback); returns 0. */
 static int let_go(tk_loop *loop, uint32_t slot, tk__timer *timer, void **context) {
     if (timer->callbacks > 0) {
-        bump_generation(generation_at(loop, slot));
         timer->state = TK__TIMER_CANCELLED;
         return 0;
     }
@@ -646,10 +651,7 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
          * in a nested run, and this, its latest callback, did not revive it.
          * It has fired for good: to the outer callbacks, its handle is stale,
          * as after a cancel. */
-        if (timer->state == TK__TIMER_FIRING) {
-            bump_generation(generation_at(loop, slot));
-            timer->state = TK__TIMER_CANCELLED;
-        }
+        if (timer->state == TK__TIMER_FIRING) timer->state = TK__TIMER_CANCELLED;
         return;
     }
     if (timer->state == TK__TIMER_DEFERRED) {
