@@ -355,41 +355,68 @@ public class AnyLoopTimer: @unchecked Sendable {
         try withState { (state) throws(TimerError) in
             try state.checkSchedulable(on: loop)
             let modes = try modeSet()
-            if state.loop != nil {
-                let merged = state.modes | modes
-                if merged == state.modes { return }
-                // Its next fire stays where it is (see update).
-                var spec = state.specKeepingDeadline(clock: clockID, modes: merged)
-                let result = tk_loop_reschedule(loop.handle, state.id, &spec)
-                if result == -ENOENT { throw .invalidated }
-                _ = try TimerError.check(result, "tk_loop_reschedule")
-                state.modes = merged
-                return
-            }
-            var spec = state.spec(clock: clockID, modes: modes)
-            var id: tk_timer_id = 0
-            assert(
-                withUnsafeMutablePointer(to: &record) { $0 } == recordPointer,
-                "the record is not the first stored property")
-            // The loop's reference, released by the loop's release handler,
-            // or handed back to invalidate(). It keeps the record alive for
-            // as long as the loop may use it.
-            let context = Unmanaged.passRetained(self)
-            let result = tk_loop_schedule_record(
+            guard state.loop != nil else { return try start(&state, on: loop, modes: modes) }
+            let merged = state.modes | modes
+            if merged == state.modes { return }
+            // Its next fire stays where it is (see update).
+            var spec = state.specKeepingDeadline(clock: clockID, modes: merged)
+            let result = tk_loop_reschedule(loop.handle, state.id, &spec)
+            if result == -ENOENT { throw .invalidated }
+            _ = try TimerError.check(result, "tk_loop_reschedule")
+            state.modes = merged
+        }
+    }
+
+    /// Schedules a timer that its creator has not let any other code see
+    /// yet (``TimerLoop/schedule(after:repeating:tolerance:clock:in:_:)``
+    /// made it a moment ago): valid, on no loop, and with no other thread
+    /// able to reach it, so its state needs no lock until the loop has it.
+    /// Every write to the state comes before the loop's lock is let go in
+    /// `tk_loop_schedule_record`, and the loop's thread takes that lock
+    /// before it can fire the timer, which orders the writes before
+    /// anything that thread does with the timer.
+    @inline(__always)
+    func scheduleUnshared(
+        on loop: TimerLoop, modes modeSet: () throws(TimerError) -> tk_mode_set
+    ) throws(TimerError) {
+        try checkLoop(loop)
+        try start(&guarded, on: loop, modes: try modeSet())
+    }
+
+    /// Hands the timer to the C core on `loop` in `modes`: `state` is its
+    /// state, valid and on no loop, held under its lock or, unshared, by
+    /// its only user. The state is written before the core takes the timer
+    /// (its handle by the core, under the loop's lock, through a pointer),
+    /// so that the loop's thread, which may fire it at once, finds it whole;
+    /// a refusal puts it back.
+    @inline(__always)
+    private func start(_ state: inout State, on loop: TimerLoop, modes: tk_mode_set) throws(TimerError) {
+        var spec = state.spec(clock: clockID, modes: modes)
+        assert(
+            withUnsafeMutablePointer(to: &record) { $0 } == recordPointer,
+            "the record is not the first stored property")
+        // The loop's reference, released by the loop's release handler,
+        // or handed back to invalidate(). It keeps the record alive for
+        // as long as the loop may use it.
+        let context = Unmanaged.passRetained(self)
+        state.loop = loop
+        state.modes = modes
+        let result = withUnsafeMutablePointer(to: &state.id) { id in
+            tk_loop_schedule_record(
                 loop.handle, recordPointer, &spec,
                 { _, id, missed, context in
                     // The loop holds its reference until this returns.
                     Unmanaged<AnyLoopTimer>.fromOpaque(context!).takeUnretainedValue()
                         .fired(id, missed)
                 },
-                context.toOpaque(), &id)
-            if result < 0 {
-                context.release()
-                _ = try TimerError.check(result, "tk_loop_schedule_record")
-            }
-            state.loop = loop
-            state.id = id
-            state.modes = modes
+                context.toOpaque(), id)
+        }
+        if result < 0 {
+            state.loop = nil
+            state.modes = 0
+            state.id = 0
+            context.release()
+            _ = try TimerError.check(result, "tk_loop_schedule_record")
         }
     }
 

@@ -38,8 +38,9 @@ extension TimerLoop {
     ) throws(TimerError) -> LoopTimer<Clock> {
         let timer = try LoopTimer(
             after: delay, repeating: interval, tolerance: tolerance, clock: clock, action)
-        // The mode is named only once the loop takes the timer.
-        try timer.schedule(on: self) { () throws(TimerError) in try modeSet(mode) }
+        // The mode is named only once the loop takes the timer. No other
+        // code has the timer yet.
+        try timer.scheduleUnshared(on: self) { () throws(TimerError) in try modeSet(mode) }
         return timer
     }
 

@@ -130,4 +130,47 @@ struct OutOfMemoryTests {
         #expect(failed == allocations)
         print("out of memory: \(allocations) allocations, each failed once; \(failed) calls threw ENOMEM and succeeded when made again; \(golden.value.log.count) actions")
     }
+
+    @Test("a timer whose schedule fails for want of memory is freed; one that an add fails for stays valid, unscheduled, and can be added")
+    func failedScheduleLetsGo() throws {
+        // A loop's first timer makes its table and heap: count what it allocates.
+        let counting = try TimerLoop.manual()
+        allocation_faults_arm(0)
+        _ = try counting.schedule(after: .seconds(1)) { _, _ in }
+        allocation_faults_disarm()
+        let allocations = allocation_faults_count()
+        #expect(allocations >= 2)
+        for k in 1...allocations {
+            // loop.schedule: the timer it made is gone with what its action holds.
+            let loop = try TimerLoop.manual()
+            weak var weakToken: Token?
+            do {
+                let token = Token()
+                weakToken = token
+                allocation_faults_arm(k)
+                defer { allocation_faults_disarm() }
+                _ = try loop.schedule(after: .seconds(1)) { _, _ in _ = token }
+                Issue.record("k=\(k): the schedule did not fail")
+            } catch {
+                #expect(error == .system(SystemError(errno: .noMemory, function: "tk_loop_schedule_record")), "k=\(k)")
+            }
+            #expect(weakToken == nil, "k=\(k): the timer of a failed schedule was not freed")
+            #expect(loop.statistics.pending == 0, "k=\(k)")
+            // loop.add, on a loop of its own (its first timer too): the timer
+            // is as it was, and goes in when added again.
+            let addLoop = try TimerLoop.manual()
+            let timer = try LoopTimer(after: .seconds(2)) { _, _ in }
+            allocation_faults_arm(k)
+            #expect(throws: TimerError.self, "k=\(k)") { try addLoop.add(timer) }
+            allocation_faults_disarm()
+            #expect(timer.isValid && timer.fireDate == nil, "k=\(k)")
+            try addLoop.add(timer)
+            #expect(timer.fireDate == addLoop.now(.monotonic) + .seconds(2), "k=\(k)")
+            #expect(addLoop.statistics.pending == 1, "k=\(k)")
+            timer.invalidate()
+        }
+    }
 }
+
+/// An object to watch for being freed.
+final class Token: Sendable {}
