@@ -10,6 +10,12 @@ import TimerKit
 /// for the shell, then applies the command's settings again when the
 /// process goes on (as `SIGCONT` does after any stop, since the shell may
 /// have reset them meanwhile). A crash or `SIGKILL` leaves it as it is.
+/// Going on in the background (`bg`, or the `SIGCONT` that a shell's `kill`
+/// sends a stopped job), the process leaves the terminal to the shell: a
+/// screen stops again when it would draw, as a background process that
+/// uses its terminal is stopped, and applies its settings and draws once
+/// `fg` brings it back; a signal that ends it in the background only puts
+/// back the descriptor's flags.
 ///
 /// A screen (``Mode/screen``, `timerkit demo`) takes raw keys in (one at a
 /// time, unechoed, Ctrl-C included, never blocking) and draws whole screens
@@ -99,6 +105,15 @@ final class Terminal {
     /// them, so it shows the first lines. The cursor is left on the last
     /// line's row.
     func draw(_ lines: [String]) {
+        // In the background the screen is the shell's (see the type's
+        // notes): stop, as a background process that uses its terminal is
+        // stopped (SIGTTOU), until `fg` brings the process back, whose
+        // SIGCONT applies the settings again; draw nothing if the stop does
+        // not come (no shell controls the process group).
+        if !TerminalSettings.inForeground() {
+            raise(SIGTTOU)
+            guard TerminalSettings.inForeground() else { return }
+        }
         let width = Self.width()
         var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
         for (row, line) in lines.enumerated().reversed() {
@@ -303,9 +318,22 @@ private struct TerminalSettings {
         return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
-    /// The mode's settings, again after a stop (not once closing).
+    /// Whether the process is in its terminal's foreground process group,
+    /// where it may change the terminal's settings and draw on it. A
+    /// process in the background that tries is stopped (`SIGTTOU`), or,
+    /// with that signal blocked, changes what the shell in the foreground
+    /// relies on. True when the descriptor is not the process's controlling
+    /// terminal (no job control, then) or the terminal is gone. Safe in a
+    /// signal handler (`tcgetpgrp`, `getpgrp`).
+    static func inForeground() -> Bool {
+        let foreground = tcgetpgrp(current.raw ? 0 : 1)
+        return foreground < 0 || foreground == getpgrp()
+    }
+
+    /// The mode's settings, again after a stop (not once closing, nor in the
+    /// background, where a later `fg`'s `SIGCONT` applies them).
     static func applyAgain() {
-        guard !closing.load(ordering: .sequentiallyConsistent) else { return }
+        guard !closing.load(ordering: .sequentiallyConsistent), inForeground() else { return }
         if current.raw {
             _ = tcsetattr(0, TCSANOW, &current.rawSettings)
             _ = fcntl(0, F_SETFL, current.savedFlags | O_NONBLOCK)
@@ -319,10 +347,13 @@ private struct TerminalSettings {
 
     /// The settings as they were before the command changed them. On the
     /// way out from a signal, a status line is ended too, for the shell's
-    /// prompt.
+    /// prompt. In the background only the descriptor's flags, which the
+    /// shell shares: the terminal is the shell's, in the settings it wants
+    /// (the process let go of it when it stopped).
     static func restore(fromSignal: Bool) {
+        if current.raw { _ = fcntl(0, F_SETFL, current.savedFlags) }
+        guard inForeground() else { return }
         if current.raw {
-            _ = fcntl(0, F_SETFL, current.savedFlags)
             _ = tcsetattr(0, TCSANOW, &current.saved)
             write(screenRestoreEscapes)
         } else {
