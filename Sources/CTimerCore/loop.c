@@ -524,11 +524,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     int spun = 0; /* the last pass spun for a precise timer */
     int last_poll_handled = 0; /* what the last poll's events and wake-up were */
     /* The passes a manual run made at this time after the first. */
-    tk__same_time same_time = {0, 0, 0};
-    if (loop->manual) {
-        same_time.monotonic = loop->manual_now[TK_CLOCK_MONOTONIC];
-        same_time.boot = loop->manual_now[TK_CLOCK_BOOTTIME];
-    }
+    tk__same_time same_time = tk__same_time_start(loop);
     int64_t handled = 0;
     if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
@@ -644,8 +640,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
          * lets time move and the run end. */
         /* (A callback that moved time makes the next pass the first at the
          * new time.) */
-        int moved = moves_time && (same_time.monotonic != loop->manual_now[TK_CLOCK_MONOTONIC] ||
-                                   same_time.boot != loop->manual_now[TK_CLOCK_BOOTTIME]);
+        int moved = moves_time && tk__same_time_moved(loop, &same_time);
         int hold = moves_time && (loop->wakeup_requested || loop->wall_step_pending) &&
                    (moved || same_time.passes < TK__SAME_TIME_PASSES) &&
                    now[TK_CLOCK_MONOTONIC] < until_ns;

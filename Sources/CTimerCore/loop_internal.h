@@ -347,6 +347,14 @@ typedef struct tk__same_time {
     int64_t monotonic, boot;
 } tk__same_time;
 
+/* A count of no passes yet, at the loop's current monotonic and boot
+ * readings (a real loop, whose time moves on its own, makes no count). */
+TK__INTERNAL tk__same_time tk__same_time_start(const tk_loop *loop);
+
+/* Whether the monotonic or boot clock has moved since `*same_time`'s
+ * readings (a callback moved it). */
+TK__INTERNAL int tk__same_time_moved(const tk_loop *loop, const tk__same_time *same_time);
+
 /* Starts a new count if the clocks have moved since `*same_time`'s: 1 if
  * they had, else 0. */
 TK__INTERNAL int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time);

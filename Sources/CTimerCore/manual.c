@@ -53,13 +53,20 @@ static void move_clocks(tk_loop *loop, int64_t by) {
     }
 }
 
+tk__same_time tk__same_time_start(const tk_loop *loop) {
+    tk__same_time same_time = {0, loop->manual_now[TK_CLOCK_MONOTONIC],
+                               loop->manual_now[TK_CLOCK_BOOTTIME]};
+    return same_time;
+}
+
+int tk__same_time_moved(const tk_loop *loop, const tk__same_time *same_time) {
+    return same_time->monotonic != loop->manual_now[TK_CLOCK_MONOTONIC] ||
+           same_time->boot != loop->manual_now[TK_CLOCK_BOOTTIME];
+}
+
 int tk__same_time_sync(const tk_loop *loop, tk__same_time *same_time) {
-    int64_t monotonic = loop->manual_now[TK_CLOCK_MONOTONIC];
-    int64_t boot = loop->manual_now[TK_CLOCK_BOOTTIME];
-    if (monotonic == same_time->monotonic && boot == same_time->boot) return 0;
-    same_time->passes = 0;
-    same_time->monotonic = monotonic;
-    same_time->boot = boot;
+    if (!tk__same_time_moved(loop, same_time)) return 0;
+    *same_time = tk__same_time_start(loop);
     return 1;
 }
 
@@ -116,8 +123,7 @@ static int64_t advance_locked(tk_loop *loop, unsigned mode, int64_t delta_ns) {
     int64_t left = delta_ns;
     int64_t fired = 0;
     int64_t before = loop->manual_now[TK_CLOCK_MONOTONIC];
-    tk__same_time same_time = {0, loop->manual_now[TK_CLOCK_MONOTONIC],
-                               loop->manual_now[TK_CLOCK_BOOTTIME]};
+    tk__same_time same_time = tk__same_time_start(loop);
     if (loop->wall_step_pending) {
         loop->wall_step_pending = 0;
         tk__loop_report_clock_change(loop);

@@ -34,7 +34,9 @@ enum DemoCommand: Subcommand {
                              a save that fails is shown, and said again at exit (status 1);
                              a file that cannot be restored (corrupt, unreadable) is left as
                              it is, never saved over: a code sent then is not saved, and the
-                             failure is said again at exit (status 1)
+                             failure is said again at exit (status 1); of two demos running
+                             at once on one file, each saves its own cooldown and the file
+                             keeps the last one saved: give each a file of its own
             --sale-seconds N the server's "remaining seconds" for the sale, 0 to 31536000
                              (a year; default 120)
             --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
