@@ -252,24 +252,78 @@ static void ask_once(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *co
     CHECK_EQ(tk_loop_wakeup(loop), 0);
 }
 
-static void test_manual_run_moves_time_through_a_wakeup_storm(void) {
-    static storm st;
-    memset(&st, 0, sizeof st);
+/* A manual loop at 0 with the wake-up handler `handler`, run to 10000 with
+ * a timer due at 1000 that calls `fn`; the clock must be at 10000 after. */
+static tk_loop *run_to_10000(tk_wakeup_fn handler, void *context, tk_timer_fn fn,
+                             void *timer_context) {
     tk_loop *loop;
     CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
-    CHECK_EQ(tk_loop_set_wakeup_handler(loop, ask_again, &st), 0);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, handler, context), 0);
     tk_timer_spec at1 = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 1000, .modes = TK_MODES(0)};
     tk_timer_id timer;
-    CHECK_EQ(tk_loop_schedule(loop, &at1, ask_once, NULL, &timer), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &at1, fn, timer_context, &timer), 0);
     CHECK_EQ(tk_loop_run(loop, 0, 10000, 0), TK_RUN_TIMED_OUT);
-    CHECK_EQ(st.at_first, 65); /* the first call, and 64 passes more */
     int64_t now;
     CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
     CHECK_EQ(now, 10000);
+    return loop;
+}
+
+static void test_manual_run_moves_time_through_a_wakeup_storm(void) {
+    static storm st;
+    memset(&st, 0, sizeof st);
+    tk_loop *loop = run_to_10000(ask_again, &st, ask_once, NULL);
+    CHECK_EQ(st.at_first, 65); /* the first call, and 64 passes more */
     /* A deadline already passed: one pass, as before. */
     int before = st.calls;
     CHECK_EQ(tk_loop_run(loop, 0, 5000, 0), TK_RUN_TIMED_OUT);
     CHECK_LE(st.calls - before, 2);
+    CHECK_EQ(tk_loop_set_wakeup_handler(loop, NULL, NULL), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* A timer that its callback makes due at once again (a busy timer), and
+ * that asks for a wake-up each time, whose handler asks for one more at
+ * every other call: the passes at one time alternate between one that a
+ * wake-up asked for during the last pass holds there and one that a step
+ * finds the busy timer due for. The two share one count, so the run makes
+ * 65 passes at the timer's time in all (not 64 more of each), then moves
+ * on to its deadline, where it makes its last pass. */
+typedef struct busy_waking {
+    int64_t fires_at[2]; /* fires at 1000, and at the deadline */
+    int64_t other;       /* fires at other times */
+    int wakeups;
+} busy_waking;
+
+static void busy_and_waking(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)missed;
+    busy_waking *b = context;
+    int64_t now;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    if (now == 1000) {
+        b->fires_at[0]++;
+    } else if (now == 10000) {
+        b->fires_at[1]++;
+    } else {
+        b->other++;
+    }
+    tk_timer_spec again = {.clock = TK_CLOCK_MONOTONIC, .modes = TK_MODES(0)};
+    CHECK_EQ(tk_loop_reschedule(loop, timer, &again), 0);
+    CHECK_EQ(tk_loop_wakeup(loop), 0);
+}
+
+static void wake_every_other(tk_loop *loop, void *context) {
+    busy_waking *b = context;
+    if (b->wakeups++ % 2 == 0) CHECK_EQ(tk_loop_wakeup(loop), 0);
+}
+
+static void test_wakeups_and_a_busy_timer_share_the_count(void) {
+    static busy_waking b;
+    memset(&b, 0, sizeof b);
+    tk_loop *loop = run_to_10000(wake_every_other, &b, busy_and_waking, &b);
+    CHECK_EQ(b.fires_at[0], 65);
+    CHECK_EQ(b.fires_at[1], 1);
+    CHECK_EQ(b.other, 0);
     CHECK_EQ(tk_loop_set_wakeup_handler(loop, NULL, NULL), 0);
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
@@ -540,6 +594,7 @@ static const test_case tests[] = {
     {"manual_passes", test_manual_passes, 60},
     {"manual_run_serves_wakeups_before_moving_time", test_manual_run_serves_wakeups_before_moving_time, 60},
     {"manual_run_moves_time_through_a_wakeup_storm", test_manual_run_moves_time_through_a_wakeup_storm, 60},
+    {"wakeups_and_a_busy_timer_share_the_count", test_wakeups_and_a_busy_timer_share_the_count, 60},
     {"returning_passes_serve_what_is_ready", test_returning_passes_serve_what_is_ready, 60},
     {"once_serves_a_descriptor_once", test_once_serves_a_descriptor_once, 60},
     {"nested_poll_ends_the_batch", test_nested_poll_ends_the_batch, 60},
