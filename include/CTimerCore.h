@@ -873,9 +873,11 @@ int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
  * As tk_loop_cancel_take, naming the timer by the record it was scheduled
  * with (tk_loop_schedule_record) instead of by its handle. The record says
  * which loop holds it and in which slot, so the loop does not read the
- * slot's generation and where its record is: at a million pending timers
- * that is one cache miss less than a cancel by handle, for a caller that
- * reads the record's object anyway (TimerKit's LoopTimer does this).
+ * slot's generation and where its record is (it only writes the slot, once
+ * the timer is done): at a million pending timers, a cancel by handle waits
+ * for the slot's cache line before it can find the record, where this one
+ * starts from the record, which a caller that keeps it in an object of its
+ * own has just read (TimerKit's LoopTimer does this).
  *
  * Returns 1 with the context handed back, 0 while a callback of the timer
  * runs, as tk_loop_cancel_take does; -ENOENT for a record that holds no

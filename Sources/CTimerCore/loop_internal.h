@@ -101,8 +101,9 @@ _Static_assert(offsetof(tk__caller_record, timer) == 0,
  * handles carry, and where its record is: in the caller's memory
  * (tk_loop_schedule_record), NULL for the table's own, or, for a free slot,
  * a record that says it is free (see timer_at in timers.c). A cancel through
- * a record in the caller's memory reads this and the position, not the
- * table's record.
+ * a record in the caller's memory reads neither this nor the table's record
+ * to find the timer: it reads the position, and writes this once the timer
+ * is done (a free slot's generation moves on when a timer takes it).
  */
 typedef struct tk__slot {
     tk__timer *record;

@@ -343,10 +343,11 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     /// Schedules the C timer on `loop` in the modes `modeSet` returns, or
     /// adds them to a scheduled timer's. `modeSet` is called (under the
-    /// timer's lock) only once the loop is known to take the timer, so that
-    /// a refused add, even one that an invalidate on another thread makes
-    /// refused meanwhile, does not take one of the loop's mode bits for a
-    /// new name.
+    /// timer's lock) only once the timer and the loop pass their checks, so
+    /// that an add they refuse, even one that an invalidate on another
+    /// thread makes refused meanwhile, does not take one of the loop's mode
+    /// bits for a new name. (A refusal of the C core's after that, for want
+    /// of memory, leaves a new name its bit.)
     @inline(__always)
     func schedule(
         on loop: TimerLoop, modes modeSet: () throws(TimerError) -> tk_mode_set
@@ -402,6 +403,10 @@ public class AnyLoopTimer: @unchecked Sendable {
         state.loop = loop
         state.modes = modes
         let result = withUnsafeMutablePointer(to: &state.id) { id in
+            // From the moment this succeeds the loop's thread may fire the
+            // timer and write its state under the lock: an unshared
+            // schedule holds no lock, so nothing here touches `state`
+            // after a success.
             tk_loop_schedule_record(
                 loop.handle, recordPointer, &spec,
                 { _, id, missed, context in

@@ -1854,8 +1854,9 @@ static void test_foreign_handles_far_apart(void) {
     }
 }
 
-/* A repeating timer's callback that cancels its own timer: the slot's
- * generation moves on once, as for any other end of a timer. */
+/* A repeating timer's callback that cancels its own timer: the slot is
+ * free again, and the next timer to take it moves its generation on once,
+ * as after any other end of a timer. */
 static void cancel_self_fn(tk_loop *loop, tk_timer_id id, uint64_t missed, void *ctx) {
     (void)missed, (void)ctx;
     if (tk_loop_cancel(loop, id) != 0) abort();
