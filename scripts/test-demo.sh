@@ -36,7 +36,8 @@
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
 #      `fg` brings it back in raw mode, drawing and taking keys; `bg` leaves
 #      the terminal to the shell (the demo stops again when it would draw,
-#      and `fg` brings it back); `kill %1` ends it while stopped; so does going
+#      and `fg` brings it back); `kill %1` ends it while stopped; orphaned
+#      in the background (its shell gone), it quits and says why; so does going
 #      on after a SIGSTOP during which the terminal was reset; its window
 #      closed while it ignores SIGHUP, it quits and says it cannot write; a window
 #      smaller than the screen shows its first lines, cut at the edge, never
@@ -423,6 +424,21 @@ wait_until_raw() {
     return 1
 }
 
+# check_gone_to_the_shell PID: checks that the demo's process PID ends
+# (within 5 s; killed if not) and that the terminal is left in the shell's
+# modes (the signal keys on), the cursor shown and lines wrapping.
+check_gone_to_the_shell() {
+    local pid=$1 gone=0
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || { gone=1; break; }
+        sleep 0.1
+    done
+    check "... its process is gone" test -n "$pid" -a "$gone" -eq 1
+    check "... and the terminal keeps the shell's modes ($(tty_modes); $(pane_flags))" \
+        test -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')" -a "$(pane_flags)" = "cursor=1 wrap=1"
+    [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
+}
+
 # frame_number: the frame the screen shows now.
 frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
 
@@ -476,17 +492,26 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
         sleep 1
         keys Enter
         check "kill %1 ends the stopped demo, and the shell says so" wait_for 'Terminated +.*timerkit demo' 10
-        gone=0
-        for _ in $(seq 1 50); do
-            kill -0 "$pid" 2>/dev/null || { gone=1; break; }
-            sleep 0.1
-        done
-        check "... its process is gone" test -n "$pid" -a "$gone" -eq 1
-        check "... and the terminal keeps the shell's modes ($(tty_modes); $(pane_flags))" \
-            test -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')" -a "$(pane_flags)" = "cursor=1 wrap=1"
-        [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
+        check_gone_to_the_shell "$pid"
     else
         fail "the demo runs again in the interactive shell"
+    fi
+    # Stopped in a shell of its own that ignores SIGHUP, disowned, and that
+    # shell gone: going on, no shell can bring it back to the terminal, so
+    # it quits and says why rather than run on unseen.
+    keys C-l "env PS1='INNER> ' bash --norc -i" Enter
+    wait_for '^INNER> ?$' 10 >/dev/null || true
+    keys 'trap "" HUP' Enter "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
+    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+        pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+        keys C-z
+        wait_for 'Stopped +.*timerkit demo' 10 >/dev/null || true
+        keys disown Enter exit Enter
+        check "orphaned in the background, the demo says it quits" \
+            wait_for 'timerkit demo: quit in the background, where no shell can bring it back' 10
+        check_gone_to_the_shell "$pid"
+    else
+        fail "the demo runs in a shell of its own"
     fi
 else
     fail "the demo runs in an interactive shell"

@@ -14,8 +14,10 @@ import TimerKit
 /// sends a stopped job), the process leaves the terminal to the shell: a
 /// screen stops again when it would draw, as a background process that
 /// uses its terminal is stopped, and applies its settings and draws once
-/// `fg` brings it back; a signal that ends it in the background only puts
-/// back the descriptor's flags.
+/// `fg` brings it back (if no stop comes, as for a process group that no
+/// shell controls, ``isStuckInBackground`` says so, for the command to
+/// quit); a way out in the background puts back the descriptor's flags and
+/// the cursor and line wrap, and leaves the modes to the shell.
 ///
 /// A screen (``Mode/screen``, `timerkit demo`) takes raw keys in (one at a
 /// time, unechoed, Ctrl-C included, never blocking) and draws whole screens
@@ -34,6 +36,12 @@ final class Terminal {
 
     let mode: Mode
     private var isOpen = false
+
+    /// Whether a screen found itself in the background when it would draw,
+    /// and stopping did not wait for `fg` (no shell controls the process
+    /// group, or `SIGTTOU` is ignored): nothing can bring it back, so it
+    /// draws nothing and the command should quit.
+    private(set) var isStuckInBackground = false
 
     init(_ mode: Mode) {
         self.mode = mode
@@ -112,7 +120,10 @@ final class Terminal {
         // not come (no shell controls the process group).
         if !TerminalSettings.inForeground() {
             raise(SIGTTOU)
-            guard TerminalSettings.inForeground() else { return }
+            guard TerminalSettings.inForeground() else {
+                isStuckInBackground = true
+                return
+            }
         }
         let width = Self.width()
         var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
@@ -284,6 +295,8 @@ private struct TerminalSettings {
     /// Shows the cursor (a screen), turns line wrap back on, and ends the
     /// line the cursor is on (a screen, or a status line cut short).
     static let screenRestoreEscapes: StaticString = "\u{1B}[?25h\u{1B}[?7h\n"
+    /// The same without the line end.
+    static let screenRestoreEscapesOnly: StaticString = "\u{1B}[?25h\u{1B}[?7h"
     static let lineRestoreEscapes: StaticString = "\u{1B}[?7h"
     static let lineEnd: StaticString = "\n"
 
@@ -322,9 +335,10 @@ private struct TerminalSettings {
     /// where it may change the terminal's settings and draw on it. A
     /// process in the background that tries is stopped (`SIGTTOU`), or,
     /// with that signal blocked, changes what the shell in the foreground
-    /// relies on. True when the descriptor is not the process's controlling
-    /// terminal (no job control, then) or the terminal is gone. Safe in a
-    /// signal handler (`tcgetpgrp`, `getpgrp`).
+    /// relies on. True when the terminal cannot say: the descriptor is not
+    /// the process's controlling terminal (no job control, then), or the
+    /// terminal is gone (a write then fails, and says so). Safe in a signal
+    /// handler (`tcgetpgrp`, `getpgrp`).
     static func inForeground() -> Bool {
         let foreground = tcgetpgrp(current.raw ? 0 : 1)
         return foreground < 0 || foreground == getpgrp()
@@ -346,19 +360,27 @@ private struct TerminalSettings {
     }
 
     /// The settings as they were before the command changed them. On the
-    /// way out from a signal, a status line is ended too, for the shell's
-    /// prompt. In the background only the descriptor's flags, which the
-    /// shell shares: the terminal is the shell's, in the settings it wants
-    /// (the process let go of it when it stopped).
+    /// way out from a signal, a line is ended too, for the shell's prompt.
+    /// In the background, the descriptor's flags (which the shell shares)
+    /// and the cursor and line wrap, but not the modes, which are the
+    /// shell's now, nor a line end on the shell's screen. `SIGTTOU` is
+    /// blocked meanwhile, so that writing from the background (`stty
+    /// tostop`) does not stop the process on its way out.
     static func restore(fromSignal: Bool) {
+        var ttou = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&ttou)
+        sigaddset(&ttou, SIGTTOU)
+        sigprocmask(SIG_BLOCK, &ttou, &previous)
+        defer { sigprocmask(SIG_SETMASK, &previous, nil) }
         if current.raw { _ = fcntl(0, F_SETFL, current.savedFlags) }
-        guard inForeground() else { return }
+        let foreground = inForeground()
         if current.raw {
-            _ = tcsetattr(0, TCSANOW, &current.saved)
-            write(screenRestoreEscapes)
+            if foreground { _ = tcsetattr(0, TCSANOW, &current.saved) }
+            write(foreground ? screenRestoreEscapes : screenRestoreEscapesOnly)
         } else {
             write(lineRestoreEscapes)
-            if fromSignal { write(lineEnd) }
+            if fromSignal && foreground { write(lineEnd) }
         }
     }
 
