@@ -263,7 +263,8 @@ final class Terminal {
 /// What the signal handlers put back and apply again. Plain C values, set
 /// before the handlers are installed: a handler reads nothing else, and
 /// calls only functions that are safe in a signal handler (`tcsetattr`,
-/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`).
+/// `tcgetpgrp`, `getpgrp`, `fcntl`, `write`, `sigaction`, `sigprocmask`,
+/// `raise`).
 private struct TerminalSettings {
     /// Whether standard input's settings were changed (a screen).
     var raw: Bool
