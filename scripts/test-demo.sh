@@ -34,10 +34,7 @@
 #   8. the ways out a program sees put the terminal back (cooked mode, the
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
-#      `fg` brings it back in raw mode, drawing and taking keys; `bg` leaves
-#      the terminal to the shell (the demo stops again when it would draw,
-#      and `fg` brings it back); `kill %1` ends it while stopped; orphaned
-#      in the background (its shell gone), it quits and says why; so does going
+#      `fg` brings it back in raw mode, drawing and taking keys; so does going
 #      on after a SIGSTOP during which the terminal was reset; its window
 #      closed while it ignores SIGHUP, it quits and says it cannot write; a window
 #      smaller than the screen shows its first lines, cut at the edge, never
@@ -424,21 +421,6 @@ wait_until_raw() {
     return 1
 }
 
-# check_gone_to_the_shell PID: checks that the demo's process PID ends
-# (within 5 s; killed if not) and that the terminal is left in the shell's
-# modes (the signal keys on), the cursor shown and lines wrapping.
-check_gone_to_the_shell() {
-    local pid=$1 gone=0
-    for _ in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || { gone=1; break; }
-        sleep 0.1
-    done
-    check "... its process is gone" test -n "$pid" -a "$gone" -eq 1
-    check "... and the terminal keeps the shell's modes ($(tty_modes); $(pane_flags))" \
-        test -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')" -a "$(pane_flags)" = "cursor=1 wrap=1"
-    [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
-}
-
 # frame_number: the frame the screen shows now.
 frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
 
@@ -464,55 +446,6 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
         test "$(tty_modes)" = "$RAW" -a "$(pane_flags)" = "cursor=0 wrap=0"
     keys q
     check "q quits to the shell after the stop" wait_for '^PROMPT> ?$' 10
-    # Stopped, then going on in the background: the terminal stays the
-    # shell's (its modes, with the signal keys on), the demo stops again
-    # rather than draw over the shell, and fg brings it back.
-    keys C-l
-    keys "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
-    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
-        keys C-z
-        wait_for 'Stopped +.*timerkit demo' 10 >/dev/null || true
-        keys C-l bg Enter
-        sleep 1
-        keys Enter
-        check "after bg the demo stops again, and the shell says so" wait_for 'Stopped +.*timerkit demo' 10
-        check "after bg the terminal keeps the shell's modes ($(tty_modes); $(pane_flags))" \
-            test -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')" -a "$(pane_flags)" = "cursor=1 wrap=1"
-        check "after bg nothing of the demo's screen is drawn over the shell" \
-            test -z "$(screen | grep -E '^(Frames|Flash sale) ')"
-        keys fg Enter
-        check "fg after bg draws the demo again" wait_for '^Frames       .*; frame [1-9][0-9]* of' 10
-        check "fg after bg puts the terminal in raw mode ($(tty_modes); $(pane_flags))" wait_until_raw
-        # Stopped, then ended by the shell's kill, which sends SIGTERM and
-        # SIGCONT: it ends, rather than stopping again with SIGTERM held.
-        keys C-z
-        wait_for 'Stopped +.*timerkit demo' 10 >/dev/null || true
-        pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
-        keys C-l 'kill %1' Enter
-        sleep 1
-        keys Enter
-        check "kill %1 ends the stopped demo, and the shell says so" wait_for 'Terminated +.*timerkit demo' 10
-        check_gone_to_the_shell "$pid"
-    else
-        fail "the demo runs again in the interactive shell"
-    fi
-    # Stopped in a shell of its own that ignores SIGHUP, disowned, and that
-    # shell gone: going on, no shell can bring it back to the terminal, so
-    # it quits and says why rather than run on unseen.
-    keys C-l "env PS1='INNER> ' bash --norc -i" Enter
-    wait_for '^INNER> ?$' 10 >/dev/null || true
-    keys 'trap "" HUP' Enter "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
-    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
-        pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
-        keys C-z
-        wait_for 'Stopped +.*timerkit demo' 10 >/dev/null || true
-        keys disown Enter exit Enter
-        check "orphaned in the background, the demo says it quits" \
-            wait_for 'timerkit demo: quit in the background, where no shell can bring it back' 10
-        check_gone_to_the_shell "$pid"
-    else
-        fail "the demo runs in a shell of its own"
-    fi
 else
     fail "the demo runs in an interactive shell"
 fi

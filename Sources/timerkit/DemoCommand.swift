@@ -185,12 +185,6 @@ private final class Demo: @unchecked Sendable {
             try loop.run()
         }
         terminal?.close()
-        if terminal?.isStuckInBackground == true {
-            printError(
-                "timerkit demo: quit in the background, where no shell can bring it back to the terminal")
-            let status = reportStateFailures()
-            return status == 0 ? 1 : status
-        }
         return reportStateFailures()
     }
 
@@ -341,9 +335,8 @@ private final class Demo: @unchecked Sendable {
         }
         terminal?.draw(lines(ansi: true))
         // A screen that cannot be drawn (the terminal gone, with SIGHUP
-        // ignored, or left in the background where no shell can bring it
-        // back) is quit, as with q: the run does not go on unseen.
-        if let terminal, Output.failed || terminal.isStuckInBackground, !screen.quit {
+        // ignored) is quit, as with q: the run does not go on unseen.
+        if terminal != nil, Output.failed, !screen.quit {
             screen.quit = true
             loop.stop()
         }

@@ -10,14 +10,6 @@ import TimerKit
 /// for the shell, then applies the command's settings again when the
 /// process goes on (as `SIGCONT` does after any stop, since the shell may
 /// have reset them meanwhile). A crash or `SIGKILL` leaves it as it is.
-/// Going on in the background (`bg`, or the `SIGCONT` that a shell's `kill`
-/// sends a stopped job), the process leaves the terminal to the shell: a
-/// screen stops again when it would draw, as a background process that
-/// uses its terminal is stopped, and applies its settings and draws once
-/// `fg` brings it back (if no stop comes, as for a process group that no
-/// shell controls, ``isStuckInBackground`` says so, for the command to
-/// quit); a way out in the background puts back the descriptor's flags and
-/// the cursor and line wrap, and leaves the modes to the shell.
 ///
 /// A screen (``Mode/screen``, `timerkit demo`) takes raw keys in (one at a
 /// time, unechoed, Ctrl-C included, never blocking) and draws whole screens
@@ -36,12 +28,6 @@ final class Terminal {
 
     let mode: Mode
     private var isOpen = false
-
-    /// Whether a screen found itself in the background when it would draw,
-    /// and stopping did not wait for `fg` (no shell controls the process
-    /// group, or `SIGTTOU` is ignored): nothing can bring it back, so it
-    /// draws nothing and the command should quit.
-    private(set) var isStuckInBackground = false
 
     init(_ mode: Mode) {
         self.mode = mode
@@ -113,18 +99,6 @@ final class Terminal {
     /// them, so it shows the first lines. The cursor is left on the last
     /// line's row.
     func draw(_ lines: [String]) {
-        // In the background the screen is the shell's (see the type's
-        // notes): stop, as a background process that uses its terminal is
-        // stopped (SIGTTOU), until `fg` brings the process back, whose
-        // SIGCONT applies the settings again; draw nothing if the stop does
-        // not come (no shell controls the process group).
-        if !TerminalSettings.inForeground() {
-            raise(SIGTTOU)
-            guard TerminalSettings.inForeground() else {
-                isStuckInBackground = true
-                return
-            }
-        }
         let width = Self.width()
         var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
         for (row, line) in lines.enumerated().reversed() {
@@ -263,8 +237,7 @@ final class Terminal {
 /// What the signal handlers put back and apply again. Plain C values, set
 /// before the handlers are installed: a handler reads nothing else, and
 /// calls only functions that are safe in a signal handler (`tcsetattr`,
-/// `tcgetpgrp`, `getpgrp`, `fcntl`, `write`, `sigaction`, `sigprocmask`,
-/// `raise`).
+/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`).
 private struct TerminalSettings {
     /// Whether standard input's settings were changed (a screen).
     var raw: Bool
@@ -296,8 +269,6 @@ private struct TerminalSettings {
     /// Shows the cursor (a screen), turns line wrap back on, and ends the
     /// line the cursor is on (a screen, or a status line cut short).
     static let screenRestoreEscapes: StaticString = "\u{1B}[?25h\u{1B}[?7h\n"
-    /// The same without the line end.
-    static let screenRestoreEscapesOnly: StaticString = "\u{1B}[?25h\u{1B}[?7h"
     static let lineRestoreEscapes: StaticString = "\u{1B}[?7h"
     static let lineEnd: StaticString = "\n"
 
@@ -332,23 +303,9 @@ private struct TerminalSettings {
         return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
-    /// Whether the process is in its terminal's foreground process group,
-    /// where it may change the terminal's settings and draw on it. A
-    /// process in the background that tries is stopped (`SIGTTOU`), or,
-    /// with that signal blocked, changes what the shell in the foreground
-    /// relies on. True when the terminal cannot say: the descriptor is not
-    /// the process's controlling terminal (no job control, then), or the
-    /// terminal is gone (a write then fails, and says so). Safe in a signal
-    /// handler (`tcgetpgrp`, `getpgrp`).
-    static func inForeground() -> Bool {
-        let foreground = tcgetpgrp(current.raw ? 0 : 1)
-        return foreground < 0 || foreground == getpgrp()
-    }
-
-    /// The mode's settings, again after a stop (not once closing, nor in the
-    /// background, where a later `fg`'s `SIGCONT` applies them).
+    /// The mode's settings, again after a stop (not once closing).
     static func applyAgain() {
-        guard !closing.load(ordering: .sequentiallyConsistent), inForeground() else { return }
+        guard !closing.load(ordering: .sequentiallyConsistent) else { return }
         if current.raw {
             _ = tcsetattr(0, TCSANOW, &current.rawSettings)
             _ = fcntl(0, F_SETFL, current.savedFlags | O_NONBLOCK)
@@ -361,27 +318,16 @@ private struct TerminalSettings {
     }
 
     /// The settings as they were before the command changed them. On the
-    /// way out from a signal, a line is ended too, for the shell's prompt.
-    /// In the background, the descriptor's flags (which the shell shares)
-    /// and the cursor and line wrap, but not the modes, which are the
-    /// shell's now, nor a line end on the shell's screen. `SIGTTOU` is
-    /// blocked meanwhile, so that writing from the background (`stty
-    /// tostop`) does not stop the process on its way out.
+    /// way out from a signal, a status line is ended too, for the shell's
+    /// prompt.
     static func restore(fromSignal: Bool) {
-        var ttou = sigset_t()
-        var previous = sigset_t()
-        sigemptyset(&ttou)
-        sigaddset(&ttou, SIGTTOU)
-        sigprocmask(SIG_BLOCK, &ttou, &previous)
-        defer { sigprocmask(SIG_SETMASK, &previous, nil) }
-        if current.raw { _ = fcntl(0, F_SETFL, current.savedFlags) }
-        let foreground = inForeground()
         if current.raw {
-            if foreground { _ = tcsetattr(0, TCSANOW, &current.saved) }
-            write(foreground ? screenRestoreEscapes : screenRestoreEscapesOnly)
+            _ = fcntl(0, F_SETFL, current.savedFlags)
+            _ = tcsetattr(0, TCSANOW, &current.saved)
+            write(screenRestoreEscapes)
         } else {
             write(lineRestoreEscapes)
-            if fromSignal && foreground { write(lineEnd) }
+            if fromSignal { write(lineEnd) }
         }
     }
 
