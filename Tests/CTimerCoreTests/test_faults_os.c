@@ -13,6 +13,11 @@
  *     since the timerfd was read: -ECANCELED, with the step forgotten. The
  *     loop reports the step all the same. (The machine's clock is never
  *     changed.)
+ *   - stop_at_wall_step_read: read is wrapped to answer, once, what a read of
+ *     the wall-clock timerfd answers after a step (ECANCELED), with a pipe
+ *     made readable behind it in the same batch of events. The clock-change
+ *     function stops the loop: the run returns without the pipe's callback,
+ *     which the next run calls.
  *   - nowait_needs_no_descriptor: a TK_RUN_NOWAIT run with a deadline fires
  *     what is due with no descriptor left to open.
  *   - wall_clock_past_2262: clock_gettime is wrapped to read the wall clock
@@ -22,7 +27,7 @@
  *     scheduled with a delay is due at INT64_MAX, never.
  * Times are only checked for order and "never early": the machine is shared.
  */
-/* test link flags: -Wl,--wrap=timerfd_settime -Wl,--wrap=clock_gettime */
+/* test link flags: -Wl,--wrap=timerfd_settime -Wl,--wrap=clock_gettime -Wl,--wrap=read */
 #include "CTimerCore.h"
 
 #include <errno.h>
@@ -411,10 +416,19 @@ int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *new_value
 
 /* Set: the next arming of a wall-clock timerfd answers -ECANCELED. */
 static atomic_int g_step_at_next_wall_arm;
+/* The wall-clock timerfd last armed, and a descriptor to write a byte to
+ * once, right after the next arming of it (-1: none). */
+static atomic_int g_wall_timerfd = -1;
+static atomic_int g_write_after_wall_arm = -1;
 
 int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *new_value,
                            struct itimerspec *old_value) {
     int result = __real_timerfd_settime(fd, flags, new_value, old_value);
+    if (result == 0 && (flags & TFD_TIMER_CANCEL_ON_SET)) {
+        atomic_store(&g_wall_timerfd, fd);
+        int after = atomic_exchange(&g_write_after_wall_arm, -1);
+        if (after >= 0) CHECK_EQ(write(after, "x", 1), 1);
+    }
     if (result == 0 && (flags & TFD_TIMER_CANCEL_ON_SET) &&
         (new_value->it_value.tv_sec != 0 || new_value->it_value.tv_nsec != 0) &&
         atomic_exchange(&g_step_at_next_wall_arm, 0)) {
@@ -472,6 +486,88 @@ static void test_wall_step_met_while_arming(void) {
     CHECK_EQ(tk_loop_get_stats(loop, &stats), 0);
     CHECK_EQ(stats.clock_changes, 1);
     CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* ---- stop_at_wall_step_read ---------------------------------------------- */
+
+ssize_t __real_read(int fd, void *buffer, size_t size);
+ssize_t __wrap_read(int fd, void *buffer, size_t size);
+
+/* Set: the next read of the wall-clock timerfd answers ECANCELED, as after
+ * a step of the wall clock. */
+static atomic_int g_step_at_next_wall_read;
+
+ssize_t __wrap_read(int fd, void *buffer, size_t size) {
+    if (fd == atomic_load(&g_wall_timerfd) && atomic_exchange(&g_step_at_next_wall_read, 0)) {
+        errno = ECANCELED;
+        return -1;
+    }
+    return __real_read(fd, buffer, size);
+}
+
+static atomic_int g_stop_steps, g_stop_pipe_calls, g_stop_wall_fires;
+/* Seconds added to every wall-clock reading (clock_gettime's wrapper, below). */
+static _Atomic int64_t g_wall_offset_s;
+
+static void stop_at_step(tk_loop *loop, void *context) {
+    (void)context;
+    atomic_fetch_add(&g_stop_steps, 1);
+    CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+static void count_pipe(tk_loop *loop, int fd, uint32_t events, void *context) {
+    (void)loop, (void)events, (void)context;
+    char byte;
+    CHECK_EQ(read(fd, &byte, 1), 1);
+    atomic_fetch_add(&g_stop_pipe_calls, 1);
+}
+
+static void stop_wall_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop, (void)id, (void)missed, (void)context;
+    atomic_fetch_add(&g_stop_wall_fires, 1);
+}
+
+/* The wall clock reads 10 s behind the kernel's, so that a wall-clock timer
+ * 5 s ahead by the loop's reading is armed at a time the timerfd has
+ * passed: the timerfd is readable at once, with no timer due. The pipe is
+ * written right after that arming, so that epoll hands out the timerfd
+ * first, then the pipe. */
+static void test_stop_at_wall_step_read(void) {
+    atomic_store(&g_stop_steps, 0);
+    atomic_store(&g_stop_pipe_calls, 0);
+    atomic_store(&g_stop_wall_fires, 0);
+    atomic_store(&g_wall_offset_s, -10);
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    CHECK_EQ(tk_loop_set_clock_change_handler(loop, stop_at_step, NULL), 0);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    CHECK_EQ(tk_loop_watch_fd(loop, fds[0], TK_IO_READABLE, count_pipe, NULL), 0);
+    tk_timer_spec wall = {.clock = TK_CLOCK_REALTIME,
+                          .deadline_ns = now_on(TK_CLOCK_REALTIME) + 5000 * MS,
+                          .flags = TK_TIMER_ABSOLUTE};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &wall, stop_wall_fire, NULL, &id), 0);
+    atomic_store(&g_write_after_wall_arm, fds[1]);
+    atomic_store(&g_step_at_next_wall_read, 1);
+    /* A deadline, so that a loop that did not stop comes back. */
+    CHECK_EQ(tk_loop_run(loop, 0, now_on(TK_CLOCK_MONOTONIC) + 1000 * MS, 0), TK_RUN_STOPPED);
+    int read_the_step = !atomic_load(&g_step_at_next_wall_read);
+    CHECK(read_the_step);
+    CHECK_EQ(atomic_load(&g_stop_steps), 1);
+    CHECK_EQ(atomic_load(&g_stop_pipe_calls), 0); /* after the stop, in the same batch */
+    CHECK_EQ(atomic_load(&g_stop_wall_fires), 0);
+    /* The next run calls it. */
+    CHECK_EQ(tk_loop_run(loop, 0, TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    CHECK_EQ(atomic_load(&g_stop_pipe_calls), 1);
+    CHECK_EQ(atomic_load(&g_stop_steps), 1);
+    CHECK_EQ(atomic_load(&g_stop_wall_fires), 0);
+    atomic_store(&g_wall_offset_s, 0);
+    atomic_store(&g_wall_timerfd, -1);
+    CHECK_EQ(tk_loop_unwatch_fd(loop, fds[0]), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 /* ---- nowait_needs_no_descriptor ----------------------------------------- */
@@ -566,6 +662,7 @@ static const test_case tests[] = {
     {"signal_storm", test_signal_storm, 120},
     {"descriptors_run_out", test_descriptors_run_out, 120},
     {"wall_step_met_while_arming", test_wall_step_met_while_arming, 60},
+    {"stop_at_wall_step_read", test_stop_at_wall_step_read, 60},
     {"nowait_needs_no_descriptor", test_nowait_needs_no_descriptor, 60},
     {"wall_clock_past_2262", test_wall_clock_past_2262, 60},
 };
