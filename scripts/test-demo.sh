@@ -34,7 +34,12 @@
 #   8. the ways out a program sees put the terminal back (cooked mode, the
 #      cursor shown, lines wrapping): SIGTERM, SIGHUP and SIGINT end the demo
 #      with the signal's status; Ctrl-Z in an interactive shell stops it, and
-#      `fg` brings it back in raw mode, drawing and taking keys; so does going
+#      `fg` brings it back in raw mode, drawing and taking keys; stopped and
+#      then ended by the shell's `kill %1` (SIGTERM and SIGCONT), it ends; after
+#      `bg` it runs on without drawing or reading keys, leaving the terminal
+#      to the shell, until `fg` brings it back in raw mode, and `kill %1` ends
+#      it there too; left in the background, stopped or running, by a shell
+#      that is gone, it quits and says why; so does going
 #      on after a SIGSTOP during which the terminal was reset; its window
 #      closed while it ignores SIGHUP, it quits and says it cannot write; a window
 #      smaller than the screen shows its first lines, cut at the edge, never
@@ -424,6 +429,79 @@ wait_until_raw() {
 # frame_number: the frame the screen shows now.
 frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
 
+# demo_in_shell: starts the demo at the interactive shell's prompt (the
+# screen cleared first) and waits for its frames; its pid in DEMO_PID.
+# Fails, saying so, if it does not show.
+DEMO_PID=""
+demo_in_shell() {
+    keys C-l "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
+    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+        DEMO_PID=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+        return 0
+    fi
+    fail "the demo runs in the interactive shell"
+    return 1
+}
+
+# stopped_demo_in_shell: demo_in_shell, then Ctrl-Z, waiting for the
+# shell to say the job is stopped.
+stopped_demo_in_shell() {
+    demo_in_shell || return 1
+    keys C-z
+    wait_for 'Stopped +.*timerkit demo' 10 >/dev/null || true
+}
+
+# check_back_after_fg WHAT: types fg, then checks that the demo draws again
+# (its frame number grows in 1 s) and that the terminal is in raw mode, the
+# cursor hidden and lines cut; WHAT begins the checks' names.
+check_back_after_fg() {
+    local frame="" later
+    keys fg Enter
+    wait_for '^Frames       ' 10 >/dev/null && frame=$(frame_number)
+    sleep 1
+    later=$(frame_number)
+    check "$1 the demo draws again (frame $frame -> $later in 1 s)" \
+        test -n "$frame" -a -n "$later" -a "${later:-0}" -gt "${frame:-0}"
+    check "$1 the terminal is in raw mode again ($(tty_modes); $(pane_flags))" \
+        test "$(tty_modes)" = "$RAW" -a "$(pane_flags)" = "cursor=0 wrap=0"
+}
+
+# kill_job PID: types `kill %1` at the shell's prompt (the screen cleared
+# first), waits up to 5 s for the process PID to end, then runs a command,
+# for which the shell waits and so reaps it and says how it ended. (Bash
+# 5.2 may miss a stopped job's end that comes right after its kill, and
+# report it only once it next waits for a child: so with a plain sleep.)
+kill_job() {
+    local pid=$1 state
+    keys C-l 'kill %1' Enter
+    for _ in $(seq 1 50); do
+        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || true)
+        [ -z "$state" ] || [ "$state" = Z ] && break
+        sleep 0.1
+    done
+    keys 'sleep 0.1' Enter
+}
+
+# check_gone_to_the_shell PID: checks that the demo's process PID ends
+# (within 5 s; killed if not), and that the terminal is the shell's: the
+# cursor shown, lines wrapping, and a command run then (sleep) in cooked
+# mode, as the shell left it before the demo.
+check_gone_to_the_shell() {
+    local pid=$1 gone=0 modes
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || { gone=1; break; }
+        sleep 0.1
+    done
+    check "... its process is gone" test -n "$pid" -a "$gone" -eq 1
+    [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
+    keys 'sleep 1' Enter
+    sleep 0.5
+    modes=$(tty_modes)
+    check "... and the terminal is the shell's (a command runs in: $modes; $(pane_flags))" \
+        test "$modes" = "$COOKED" -a "$(pane_flags)" = "cursor=1 wrap=1"
+    wait_for '^(PROMPT|INNER)> ?$' 10 >/dev/null || true
+}
+
 start_shell 120 30
 wait_for '^PROMPT>' 10 >/dev/null || true
 keys "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
@@ -435,17 +513,62 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
     # demo's restore is the cursor, the line wrap and the signal keys.)
     check "stopped, the cursor shows, lines wrap and the signal keys work ($(pane_flags); $(tty_modes))" \
         test "$(pane_flags)" = "cursor=1 wrap=1" -a -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')"
-    keys fg Enter
-    frame=""
-    wait_for '^Frames       ' 10 >/dev/null && frame=$(frame_number)
-    sleep 1
-    later=$(frame_number)
-    check "after fg the demo draws again (frame $frame -> $later in 1 s)" \
-        test -n "$frame" -a -n "$later" -a "${later:-0}" -gt "${frame:-0}"
-    check "after fg the terminal is in raw mode again ($(tty_modes); $(pane_flags))" \
-        test "$(tty_modes)" = "$RAW" -a "$(pane_flags)" = "cursor=0 wrap=0"
+    check_back_after_fg "after fg"
     keys q
     check "q quits to the shell after the stop" wait_for '^PROMPT> ?$' 10
+    # Stopped, then ended by the shell's kill, which sends SIGTERM and then
+    # SIGCONT: it ends, rather than stopping again (SIGTTOU) with SIGTERM
+    # held, and the terminal is the shell's.
+    if stopped_demo_in_shell; then
+        kill_job "$DEMO_PID"
+        check "Ctrl-Z, then kill %1 ends the demo, and the shell says so" wait_for 'Terminated +.*timerkit demo' 10
+        check_gone_to_the_shell "$DEMO_PID"
+    fi
+    # Stopped, then going on in the background: the job runs, but leaves
+    # the terminal to the shell (draws nothing, takes no keys), until fg.
+    if stopped_demo_in_shell; then
+        keys bg Enter
+        sleep 1
+        keys C-l jobs Enter
+        check "after bg the demo runs in the background" wait_for '^\[1\]\+ +Running +.*timerkit demo' 10
+        keys C-l 'echo hello' Enter
+        check "... the shell takes commands (echo hello)" wait_for '^hello$' 10
+        sleep 1
+        check "... and nothing of the demo is drawn over the shell" \
+            test -z "$(screen | grep -E '^(TimerKit demo|Flash sale|Frames) ')" -a -n "$(screen | grep -x hello)"
+        check "... whose terminal keeps its modes ($(tty_modes); $(pane_flags))" \
+            test -n "$(tty_modes | grep -xE '.*(^| )isig( |$).*')" -a "$(pane_flags)" = "cursor=1 wrap=1"
+        check_back_after_fg "after bg and fg"
+        keys q
+        check "... and takes keys: q quits to the shell" wait_for '^PROMPT> ?$' 10
+        check_gone_to_the_shell "$DEMO_PID"
+    fi
+    # In the background after bg, kill %1 ends it too.
+    if stopped_demo_in_shell; then
+        keys bg Enter
+        sleep 1
+        kill_job "$DEMO_PID"
+        check "bg, then kill %1 ends the demo, and the shell says so" wait_for 'Terminated +.*timerkit demo' 10
+        check_gone_to_the_shell "$DEMO_PID"
+    fi
+    # In the background, stopped or running, in a shell of its own that
+    # ignores SIGHUP, disowned, and that shell gone: no shell can bring it
+    # back to the terminal, so it quits and says why rather than run on
+    # unseen (or, stopped and then sent SIGCONT by the kernel, draw over
+    # the shell it is left with).
+    for how in stopped running; do
+        keys C-l "env PS1='INNER> ' bash --norc --noprofile -i" Enter
+        wait_for '^INNER> ?$' 10 >/dev/null || true
+        keys 'trap "" HUP' Enter
+        if stopped_demo_in_shell; then
+            [ "$how" = stopped ] || keys bg Enter
+            keys C-l disown Enter exit Enter
+            check "$how in the background, its shell gone, the demo says it quits" \
+                wait_for 'timerkit demo: quit in the background, where no shell can bring it back to' 10
+            check_gone_to_the_shell "$DEMO_PID"
+            check "... and draws nothing over the shell" test -z "$(screen | grep -E '^(TimerKit demo|Frames) ')"
+        fi
+    done
 else
     fail "the demo runs in an interactive shell"
 fi

@@ -11,7 +11,8 @@
 #      in a window narrower than the line (40 and 20 columns), the line keeps
 #      to one row, cut cleanly to the width, and the summary wraps whole; Ctrl-C ends it with line wrap
 #      back on and the shell's prompt on a line of its own, unless it was
-#      started ignoring SIGINT;
+#      started ignoring SIGINT; run in the background to its end, it turns
+#      line wrap back on;
 #   2. --json prints one summary object with every field, at the rate given;
 #   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
 #      first drop at least one grid point, which the summary counts;
@@ -102,6 +103,13 @@ if wait_for '^fps [0-9]' 10; then
     keys C-c
     check "Ctrl-C ends it at a prompt of its own" wait_for '^PROMPT> ?$' 10
     check "after Ctrl-C lines wrap again ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+    # Run in the background to its end: it turned line wrap off at the
+    # start, and turns it back on at the end, though the shell has the
+    # terminal then. (`wait` returns when it ends; the shell then says it
+    # is done.)
+    keys C-l "$(printf '%q ' "$TIMERKIT" fps --rate 60 --seconds 1) & wait" Enter
+    check "in the background it runs to its end" wait_for '^\[1\]\+ +Done ' 10
+    check "... and lines wrap again after it ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
 else
     fail "the line shows in a shell"
 fi

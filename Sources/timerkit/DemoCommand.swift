@@ -16,7 +16,9 @@ import TimerKit
 ///     FrameRateMonitor reads its fps, p99 frame time, drops and hitches.
 ///
 /// Keys: `q` quits, `d` starts or ends the drag, `s` sends a code; Ctrl-C
-/// quits and Ctrl-Z stops, as in any terminal program.
+/// quits and Ctrl-Z stops, as in any terminal program. In the background
+/// (after `bg`) it runs on unseen until `fg`; left there by a shell that is
+/// gone (``Terminal/isOrphanedInBackground``), it quits with status 1.
 /// `--print-after SECONDS` runs without a terminal for that long and prints
 /// the screen once, plain (for scripts, and for running under faketime).
 enum DemoCommand: Subcommand {
@@ -28,7 +30,10 @@ enum DemoCommand: Subcommand {
           A terminal screen of countdowns on one TimerLoop: a flash sale, a carousel that
           keeps turning during a drag (tracking mode) beside a badge that waits (default
           mode), and a verification-code cooldown that survives a restart.
-          Keys: q quits, d starts or ends the drag, s sends a code.
+          Keys: q quits, d starts or ends the drag, s sends a code; Ctrl-Z stops it. After
+          bg it runs on without drawing or reading keys, the terminal left to the shell,
+          until fg; left in the background once the shell that started it is gone, it
+          quits, saying so (status 1).
             --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state,
                              with /tmp when TMPDIR is unset, empty or not UTF-8 text);
                              a save that fails is shown, and said again at exit (status 1);
@@ -120,6 +125,10 @@ private final class Demo: @unchecked Sendable {
     /// not read, so a code sent runs unsaved. Shown on the screen, and said
     /// at exit.
     var restoreFailure: CountdownError?
+    /// Whether the demo quit because it was left in the background with no
+    /// shell to bring it back (``Terminal/isOrphanedInBackground``): said at
+    /// exit, with status 1.
+    var quitOrphaned = false
 
     /// What is on the screen (changed on the loop's thread only).
     struct Screen {
@@ -185,7 +194,12 @@ private final class Demo: @unchecked Sendable {
             try loop.run()
         }
         terminal?.close()
-        return reportStateFailures()
+        if quitOrphaned {
+            printError(
+                "timerkit demo: quit in the background, where no shell can bring it back to the terminal (the shell that started it is gone)")
+        }
+        let status = reportStateFailures()
+        return quitOrphaned ? 1 : status
     }
 
     /// Says on standard error, where it outlives the screen, what went
@@ -335,8 +349,11 @@ private final class Demo: @unchecked Sendable {
         }
         terminal?.draw(lines(ansi: true))
         // A screen that cannot be drawn (the terminal gone, with SIGHUP
-        // ignored) is quit, as with q: the run does not go on unseen.
-        if terminal != nil, Output.failed, !screen.quit {
+        // ignored), or left in the background with no shell to bring it
+        // back, is quit, as with q: the run does not go on unseen.
+        guard let terminal, !screen.quit else { return }
+        if terminal.isOrphanedInBackground { quitOrphaned = true }
+        if Output.failed || quitOrphaned {
             screen.quit = true
             loop.stop()
         }

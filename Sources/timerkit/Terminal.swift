@@ -18,6 +18,22 @@ import TimerKit
 /// than the window at its edge, to the window's width (read for each line
 /// drawn, so a resize counts), and turn off the terminal's line wrap as
 /// well, so that a line never takes more rows.
+///
+/// A screen stops itself only on `SIGTSTP` (Ctrl-Z). Its settings are
+/// applied only while its process group is the terminal's foreground
+/// group, and put back only if they were applied (in the background, all
+/// but the modes, which are the shell's by then), so that in the
+/// background (after `bg`, or going on after a stop, as a shell's `kill %1`
+/// makes a stopped job do) it leaves the terminal as the shell has it.
+/// There it draws nothing and reads no keys (``isShown``), while its timers
+/// run on; back in the foreground (`fg`, which sends no `SIGCONT` to a job
+/// that is running) it applies its settings again by itself, at the next
+/// ``draw(_:)`` or ``keys()``. `SIGTTOU` and `SIGTTIN` are blocked while it
+/// is open, in the thread that opened it and in the handlers, so that no
+/// use of the terminal from the background stops the process: a signal
+/// that ends it always finishes. ``isOrphanedInBackground`` says when
+/// nothing can bring it back. A status line applies and puts back its
+/// escapes wherever the process is, as it writes its line.
 final class Terminal {
     enum Mode {
         /// Raw keys in, whole screens out: standard input and output must be a terminal.
@@ -28,13 +44,21 @@ final class Terminal {
 
     let mode: Mode
     private var isOpen = false
+    /// The signal mask before `open` blocked `SIGTTOU` and `SIGTTIN` (a
+    /// screen), put back by `close`.
+    private var previousMask = sigset_t()
+    /// The process's parent when the screen opened: the shell (or other
+    /// program) that started it, and that can bring it back to the
+    /// foreground.
+    private var parent: pid_t = 0
 
     init(_ mode: Mode) {
         self.mode = mode
     }
 
-    /// Applies the mode's settings and installs the signal handlers that
-    /// put them back.
+    /// Applies the mode's settings (a screen: only if its process group is
+    /// the terminal's foreground group; see the type's notes) and installs
+    /// the signal handlers that put them back.
     ///
     /// - Throws: the failed call: `isatty` with `ENOTTY` when standard
     ///   output is not a terminal, `tcgetattr` when standard input is not
@@ -49,44 +73,77 @@ final class Terminal {
             settings.rawSettings = settings.saved
             settings.rawSettings.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
             settings.rawSettings.c_iflag &= ~tcflag_t(IXON | ICRNL)
+            // Blocked in this thread and those it starts from now on; the
+            // handlers block them too, on whichever thread they run.
+            var stops = TerminalSettings.terminalStops
+            pthread_sigmask(SIG_BLOCK, &stops, &previousMask)
+            parent = getppid()
         }
         TerminalSettings.current = settings
         // Installed first: a signal from here on finds what to put back.
         TerminalSettings.installHandlers()
         isOpen = true
-        if settings.raw {
-            do throws(SystemError) {
-                _ = try SystemError.posix(tcsetattr(0, TCSANOW, &settings.rawSettings), "tcsetattr")
-                _ = try SystemError.posix(fcntl(0, F_SETFL, settings.savedFlags | O_NONBLOCK), "fcntl")
-            } catch {
-                close()
-                throw error
-            }
+        if let failed = TerminalSettings.fromMainThread({ TerminalSettings.apply(again: false) }) {
+            let error = SystemError(errno: Errno(rawValue: errno), function: "\(failed)")
+            close()
+            throw error
         }
-        TerminalSettings.applyEscapes()
     }
 
-    /// Puts the signals' handlers back as they were, then the terminal.
+    /// Puts the signals' handlers back as they were, then the terminal (a
+    /// screen: if it applied its settings, as far as it can from where it
+    /// is), then the signal mask.
     func close() {
         guard isOpen else { return }
         isOpen = false
         // From here a handler that runs only puts the terminal back.
         TerminalSettings.closing.store(true, ordering: .sequentiallyConsistent)
         TerminalSettings.removeHandlers()
-        TerminalSettings.restore(fromSignal: false)
+        TerminalSettings.fromMainThread { TerminalSettings.restore(fromSignal: false) }
+        if mode == .screen { pthread_sigmask(SIG_SETMASK, &previousMask, nil) }
     }
 
-    /// The keys typed since the last call (none if nothing was typed). It
-    /// never waits, even if something cleared the descriptor's non-blocking
-    /// flag: it reads only what `poll` says is there.
+    /// Whether a screen is on the terminal now, with its settings applied:
+    /// if it is not, but its process group has become the terminal's
+    /// foreground group (`fg`), its settings are applied now; if it is,
+    /// but its group is in the background (stopped by a signal it cannot
+    /// catch, then `bg`), the terminal is left to the shell. Always true
+    /// for a status line. ``draw(_:)`` and ``keys()`` do nothing while it
+    /// is false.
+    var isShown: Bool {
+        guard isOpen, mode == .screen else { return isOpen }
+        let state = TerminalSettings.state.load(ordering: .sequentiallyConsistent)
+        if state == TerminalSettings.applied && TerminalSettings.inForeground() { return true }
+        // Another thread is changing the settings: the next call sees them.
+        guard state != TerminalSettings.changing else { return false }
+        _ = TerminalSettings.fromMainThread { TerminalSettings.apply(again: false) }
+        return TerminalSettings.state.load(ordering: .sequentiallyConsistent) == TerminalSettings.applied
+    }
+
+    /// Whether a screen is in the background with nothing left to bring it
+    /// back: its parent (the shell that started it) has gone since it
+    /// opened, so no `fg` can come. The command should quit then, rather
+    /// than run on unseen. (A stopped process group that loses its shell
+    /// so is orphaned: the kernel sends it `SIGHUP` and `SIGCONT`, and drops
+    /// any stop from then on.) False while the terminal cannot say which
+    /// group is in the foreground (see ``isShown``).
+    var isOrphanedInBackground: Bool {
+        isOpen && mode == .screen && !TerminalSettings.inForeground() && getppid() != parent
+    }
+
+    /// The keys typed since the last call (none if nothing was typed, or
+    /// the screen is not shown). It never waits, even if something cleared
+    /// the descriptor's non-blocking flag: it reads only what `poll` says is
+    /// there.
     func keys() -> [UInt8] {
+        guard isShown else { return [] }
         var keys: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64)
         while true {
             var ready = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, 0) == 1, ready.revents & Int16(POLLIN) != 0 else { break }
             let got = Foundation.read(0, &buffer, buffer.count)
-            if got <= 0 { break }  // EAGAIN: nothing more for now; 0: end of input
+            if got <= 0 { break }  // EAGAIN: nothing more for now; 0: end of input; EIO: background
             keys += buffer[0..<got]
         }
         return keys
@@ -97,8 +154,9 @@ final class Terminal {
     /// from the last up: a window with fewer rows puts every line past its
     /// bottom on its last row, where the last line that fits comes after
     /// them, so it shows the first lines. The cursor is left on the last
-    /// line's row.
+    /// line's row. Nothing is drawn while the screen is not shown.
     func draw(_ lines: [String]) {
+        guard isShown else { return }
         let width = Self.width()
         var text = "\u{1B}[\(lines.count + 1);1H\u{1B}[J"  // below the screen
         for (row, line) in lines.enumerated().reversed() {
@@ -237,7 +295,8 @@ final class Terminal {
 /// What the signal handlers put back and apply again. Plain C values, set
 /// before the handlers are installed: a handler reads nothing else, and
 /// calls only functions that are safe in a signal handler (`tcsetattr`,
-/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`).
+/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`, `tcgetpgrp`,
+/// `getpgrp`, `nanosleep`) and lock-free atomics.
 private struct TerminalSettings {
     /// Whether standard input's settings were changed (a screen).
     var raw: Bool
@@ -245,31 +304,79 @@ private struct TerminalSettings {
     var rawSettings = termios()
     var savedFlags: Int32 = 0
 
-    nonisolated(unsafe) static var current = TerminalSettings(raw: false)
+    static var current: TerminalSettings {
+        get { stored.pointee.current }
+        set { stored.pointee.current = newValue }
+    }
     nonisolated(unsafe) static var installed = false
     /// The handler's action (every handled signal blocked while it runs, so
-    /// that the handlers never interleave on a thread), and each signal's
-    /// action before, put back by `removeHandlers`; nil for a signal left
-    /// alone because the process was started ignoring it (as a shell starts
-    /// a background job ignoring SIGINT and SIGQUIT, and nohup SIGHUP).
-    nonisolated(unsafe) static var handlerAction = sigaction()
+    /// that the handlers never interleave on a thread, and for a screen
+    /// ``terminalStops`` too), and each signal's action before, put back by
+    /// `removeHandlers`; nil for a signal left alone because the process
+    /// was started ignoring it (as a shell starts a background job ignoring
+    /// SIGINT and SIGQUIT, and nohup SIGHUP).
+    static var handlerAction: sigaction {
+        get { stored.pointee.handlerAction }
+        set { stored.pointee.handlerAction = newValue }
+    }
     nonisolated(unsafe) static var previousActions: [sigaction?] = []
-    /// Set by `close` before anything else: from then on the handlers only
-    /// put the terminal back, and never apply the settings again. (A
-    /// lock-free atomic: safe to read in a handler, on any thread.)
+
+    /// `current` and `handlerAction`, kept on the heap, in memory of their
+    /// types' whole size (set up by `open`, before any handler reads it). A
+    /// global of a C struct with padding (`termios`, `sigaction`) that
+    /// Swift 6.3 initializes statically is laid out without the padding, a
+    /// few bytes short: storing a whole value there wrote over the next
+    /// global.
+    private struct Stored {
+        var current = TerminalSettings(raw: false)
+        var handlerAction = sigaction()
+    }
+    nonisolated(unsafe) private static let stored: UnsafeMutablePointer<Stored> = {
+        let pointer = UnsafeMutablePointer<Stored>.allocate(capacity: 1)
+        pointer.initialize(to: Stored())
+        return pointer
+    }()
+    /// Set by `close`, and by a handler on its way to ending the process,
+    /// before anything else: from then on the settings are only put back,
+    /// never applied again. (A lock-free atomic: safe to read in a handler,
+    /// on any thread.)
     static let closing = Atomic<Bool>(false)
+
+    /// Whether the settings are applied (a lock-free atomic, as `closing`):
+    /// ``released``, ``applied`` (also when applying them failed: the
+    /// terminal is the process's all the same), or ``changing`` while one
+    /// thread applies or puts them back (the others wait for it, but for
+    /// `Terminal.isShown`, which leaves it be till the next call). The main
+    /// thread changes them with the handled signals blocked
+    /// (``fromMainThread(_:)``), and a handler runs with them blocked, so
+    /// that a thread never waits for a change it interrupted.
+    static let state = Atomic<Int>(released)
+    static let released = 0
+    static let applied = 1
+    static let changing = 2
 
     /// The signals that end the process, then the stop and the going on.
     static let endingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
     static let handledSignals = endingSignals + [SIGTSTP, SIGCONT]
+    /// The signals that stop a process in the background that uses its
+    /// terminal, blocked while a screen is open: then `tcsetattr` and
+    /// `write` go through there, and `read` fails with `EIO`.
+    static let terminalStopSignals = [SIGTTOU, SIGTTIN]
+    static var terminalStops: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in terminalStopSignals { sigaddset(&set, signal) }
+        return set
+    }
 
     /// Hides the cursor (a screen), turns line wrap off, clears a screen.
     static let screenEscapes: StaticString = "\u{1B}[?25l\u{1B}[?7l\u{1B}[2J"
     static let lineEscapes: StaticString = "\u{1B}[?7l"
-    /// Shows the cursor (a screen), turns line wrap back on, and ends the
-    /// line the cursor is on (a screen, or a status line cut short).
-    static let screenRestoreEscapes: StaticString = "\u{1B}[?25h\u{1B}[?7h\n"
+    /// Shows the cursor and turns line wrap back on (a screen).
+    static let screenRestoreEscapes: StaticString = "\u{1B}[?25h\u{1B}[?7h"
     static let lineRestoreEscapes: StaticString = "\u{1B}[?7h"
+    /// Ends the line the cursor is on (a screen, or a status line cut
+    /// short), for the shell's prompt.
     static let lineEnd: StaticString = "\n"
 
     static func installHandlers() {
@@ -278,6 +385,9 @@ private struct TerminalSettings {
         action.__sigaction_handler.sa_handler = handleSignal
         sigemptyset(&action.sa_mask)
         for signal in handledSignals { sigaddset(&action.sa_mask, signal) }
+        if current.raw {
+            for signal in terminalStopSignals { sigaddset(&action.sa_mask, signal) }
+        }
         action.sa_flags = SA_RESTART
         handlerAction = action
         previousActions = handledSignals.map { signal in
@@ -303,28 +413,106 @@ private struct TerminalSettings {
         return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
-    /// The mode's settings, again after a stop (not once closing).
-    static func applyAgain() {
-        guard !closing.load(ordering: .sequentiallyConsistent) else { return }
-        if current.raw {
-            _ = tcsetattr(0, TCSANOW, &current.rawSettings)
-            _ = fcntl(0, F_SETFL, current.savedFlags | O_NONBLOCK)
+    /// Runs `body` on the main thread with the handled signals blocked, so
+    /// that no handler interrupts it there (one that runs meanwhile on
+    /// another thread waits for its change of ``state``).
+    static func fromMainThread<T>(_ body: () -> T) -> T {
+        var handled = handlerAction.sa_mask
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &handled, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return body()
+    }
+
+    /// Whether the process is in its terminal's foreground process group,
+    /// where a screen may apply its settings and draw. True for a status
+    /// line, and when the terminal cannot say: the descriptor is not the
+    /// process's controlling terminal (no job control, then), or the
+    /// terminal is gone (a write then fails, and says so).
+    static func inForeground() -> Bool {
+        guard current.raw else { return true }
+        let foreground = tcgetpgrp(0)
+        return foreground < 0 || foreground == getpgrp()
+    }
+
+    /// Takes ``state`` for a change, waiting while another thread changes
+    /// it; returns what it was, ``released`` or ``applied``.
+    private static func claim() -> Int {
+        while true {
+            let now = state.load(ordering: .sequentiallyConsistent)
+            if now != changing {
+                let taken = state.compareExchange(expected: now, desired: changing, ordering: .sequentiallyConsistent)
+                if taken.exchanged { return now }
+            } else {
+                var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+                nanosleep(&pause, nil)
+            }
         }
-        applyEscapes()
     }
 
-    static func applyEscapes() {
+    /// Brings the settings in line with where the process is (not once
+    /// closing): in the foreground, applies them if they are not applied,
+    /// or if `again` (the shell may have reset them during a stop); in the
+    /// background, lets go of them if they were applied. Returns the call
+    /// that failed, its error in `errno`; nil if none did.
+    @discardableResult
+    static func apply(again: Bool) -> StaticString? {
+        let was = claim()
+        var now = was
+        var failed: StaticString?
+        // After the claim: an ending handler sets `closing` before it reads
+        // the state, so either it waits for this change, or this sees it.
+        if closing.load(ordering: .sequentiallyConsistent) {
+        } else if inForeground() {
+            if was == released || again {
+                // Taken even if the terminal refuses them (gone, with SIGHUP
+                // ignored): it is drawn on, and a write that fails says so.
+                failed = applySettings()
+                now = applied
+            }
+        } else if was == applied {
+            putBack(inForeground: false)
+            now = released
+        }
+        state.store(now, ordering: .sequentiallyConsistent)
+        return failed
+    }
+
+    private static func applySettings() -> StaticString? {
+        if current.raw {
+            guard tcsetattr(0, TCSANOW, &current.rawSettings) == 0 else { return "tcsetattr" }
+            guard fcntl(0, F_SETFL, current.savedFlags | O_NONBLOCK) != -1 else {
+                let error = errno
+                _ = tcsetattr(0, TCSANOW, &current.saved)
+                errno = error
+                return "fcntl"
+            }
+        }
         write(current.raw ? screenEscapes : lineEscapes)
+        return nil
     }
 
-    /// The settings as they were before the command changed them. On the
-    /// way out from a signal, a status line is ended too, for the shell's
-    /// prompt.
+    /// The settings as they were before the command changed them, if it
+    /// did and has not put them back yet. On the way out from a signal, a
+    /// status line is ended too, for the shell's prompt.
     static func restore(fromSignal: Bool) {
+        let was = claim()
+        if was == applied || !current.raw {
+            putBack(inForeground: inForeground(), fromSignal: fromSignal)
+        }
+        state.store(released, ordering: .sequentiallyConsistent)
+    }
+
+    /// Puts the settings back. A screen in the background puts back the
+    /// descriptor's flags (which the shell shares), the cursor and the line
+    /// wrap, but not the modes, which are the shell's by then, nor a line
+    /// end on the shell's screen.
+    private static func putBack(inForeground: Bool, fromSignal: Bool = false) {
         if current.raw {
             _ = fcntl(0, F_SETFL, current.savedFlags)
-            _ = tcsetattr(0, TCSANOW, &current.saved)
+            if inForeground { _ = tcsetattr(0, TCSANOW, &current.saved) }
             write(screenRestoreEscapes)
+            if inForeground { write(lineEnd) }
         } else {
             write(lineRestoreEscapes)
             if fromSignal { write(lineEnd) }
@@ -342,9 +530,12 @@ private func handleSignal(_ number: Int32) {
     defer { errno = savedErrno }
     switch number {
     case SIGCONT:
-        // The shell may have reset the terminal while the process was stopped.
-        TerminalSettings.applyAgain()
+        // The shell may have reset the terminal while the process was
+        // stopped, or kept it, the process going on in the background.
+        TerminalSettings.apply(again: true)
     case SIGTSTP:
+        // On the way out already: a stop now would hold up the end.
+        guard !TerminalSettings.closing.load(ordering: .sequentiallyConsistent) else { return }
         TerminalSettings.restore(fromSignal: true)
         // Stop as the default action would: SIGTSTP is blocked while this
         // runs, so it is let through for the raise.
@@ -356,16 +547,17 @@ private func handleSignal(_ number: Int32) {
         raise(SIGTSTP)
         // Going on: after SIGCONT, or at once where the kernel drops the
         // stop (a process group that no shell controls). Applied here too,
-        // as SIGCONT's handler may have found it stopped mid-way.
+        // as SIGCONT's handler may have run before the stop took effect.
         sigprocmask(SIG_BLOCK, &stop, nil)
         if !TerminalSettings.closing.load(ordering: .sequentiallyConsistent) {
             sigaction(SIGTSTP, &TerminalSettings.handlerAction, nil)
-            TerminalSettings.applyAgain()
+            TerminalSettings.apply(again: true)
         }
     default:
         // Ends the process as the default action would, with the terminal
         // as it was: the signal, blocked while this runs, comes again once
         // this returns.
+        TerminalSettings.closing.store(true, ordering: .sequentiallyConsistent)
         TerminalSettings.restore(fromSignal: true)
         signal(number, SIG_DFL)
         raise(number)
