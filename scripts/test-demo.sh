@@ -494,11 +494,17 @@ check_gone_to_the_shell() {
     done
     check "... its process is gone" test -n "$pid" -a "$gone" -eq 1
     [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
-    keys 'sleep 1' Enter
-    sleep 0.5
-    modes=$(tty_modes)
+    # A command that runs long enough to be seen running, whatever the
+    # machine's load; the modes are read once it has them, then it ends.
+    keys 'sleep 30' Enter
+    for _ in $(seq 1 100); do
+        modes=$(tty_modes)
+        [ "$modes" = "$COOKED" ] && break
+        sleep 0.1
+    done
     check "... and the terminal is the shell's (a command runs in: $modes; $(pane_flags))" \
         test "$modes" = "$COOKED" -a "$(pane_flags)" = "cursor=1 wrap=1"
+    keys C-c
     wait_for '^(PROMPT|INNER)> ?$' 10 >/dev/null || true
 }
 

@@ -278,8 +278,10 @@ private final class Demo: @unchecked Sendable {
         case UInt8(ascii: "q"), 3:  // q, Ctrl-C
             screen.quit = true
             loop.stop()  // the innermost run: the drag's, which then stops the main one
-        case 26:  // Ctrl-Z, a key in raw mode: stop as a shell's terminal would
-            raise(SIGTSTP)
+        case 26:  // Ctrl-Z, a key in raw mode: stop as a shell's terminal would,
+            // the whole process group (a script that started the demo too, so
+            // that its shell sees the job stop)
+            kill(0, SIGTSTP)
         case UInt8(ascii: "d"):
             if screen.dragging {
                 loop.stop()  // ends the drag's nested run

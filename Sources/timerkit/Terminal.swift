@@ -30,10 +30,12 @@ import TimerKit
 /// that is running) it applies its settings again by itself, at the next
 /// ``draw(_:)`` or ``keys()``. `SIGTTOU` and `SIGTTIN` are blocked while it
 /// is open, in the thread that opened it and in the handlers, so that no
-/// use of the terminal from the background stops the process: a signal
-/// that ends it always finishes. ``isOrphanedInBackground`` says when
-/// nothing can bring it back. A status line applies and puts back its
-/// escapes wherever the process is, as it writes its line.
+/// use of the terminal from the background stops the process, and a stop
+/// for Ctrl-Z gives way to a signal that ends the process, come meanwhile:
+/// such a signal finishes. ``isOrphanedInBackground`` says when nothing is
+/// likely to bring it back. A status line applies and puts back its
+/// escapes wherever the process is, as it writes its line (its handlers
+/// block `SIGTTOU` and `SIGTTIN` too).
 final class Terminal {
     enum Mode {
         /// Raw keys in, whole screens out: standard input and output must be a terminal.
@@ -98,8 +100,13 @@ final class Terminal {
         isOpen = false
         // From here a handler that runs only puts the terminal back.
         TerminalSettings.closing.store(true, ordering: .sequentiallyConsistent)
-        TerminalSettings.removeHandlers()
-        TerminalSettings.fromMainThread { TerminalSettings.restore(fromSignal: false) }
+        // With the handled signals blocked until the terminal is back: one
+        // that came between the handlers' removal and the restore would
+        // end the process with its settings still on.
+        TerminalSettings.fromMainThread {
+            TerminalSettings.removeHandlers()
+            TerminalSettings.restore(fromSignal: false)
+        }
         if mode == .screen { pthread_sigmask(SIG_SETMASK, &previousMask, nil) }
     }
 
@@ -120,13 +127,16 @@ final class Terminal {
         return TerminalSettings.state.load(ordering: .sequentiallyConsistent) == TerminalSettings.applied
     }
 
-    /// Whether a screen is in the background with nothing left to bring it
-    /// back: its parent (the shell that started it) has gone since it
-    /// opened, so no `fg` can come. The command should quit then, rather
-    /// than run on unseen. (A stopped process group that loses its shell
-    /// so is orphaned: the kernel sends it `SIGHUP` and `SIGCONT`, and drops
-    /// any stop from then on.) False while the terminal cannot say which
-    /// group is in the foreground (see ``isShown``).
+    /// Whether a screen is in the background with its parent (the shell
+    /// that started it, as a rule) gone since it opened, so that no `fg`
+    /// is likely to come. The command should quit then, rather than run on
+    /// unseen. Only the parent is looked at: a demo started by a script
+    /// whose shell has gone, the script still running, is not seen as
+    /// orphaned. (A stopped process group that loses its shell so is
+    /// orphaned: the kernel sends it `SIGHUP` and `SIGCONT`, and drops the
+    /// stops of `SIGTSTP`, `SIGTTIN` and `SIGTTOU` from then on.) False
+    /// while the terminal cannot say which group is in the foreground (see
+    /// ``isShown``).
     var isOrphanedInBackground: Bool {
         isOpen && mode == .screen && !TerminalSettings.inForeground() && getppid() != parent
     }
@@ -295,8 +305,9 @@ final class Terminal {
 /// What the signal handlers put back and apply again. Plain C values, set
 /// before the handlers are installed: a handler reads nothing else, and
 /// calls only functions that are safe in a signal handler (`tcsetattr`,
-/// `fcntl`, `write`, `sigaction`, `sigprocmask`, `raise`, `tcgetpgrp`,
-/// `getpgrp`, `nanosleep`) and lock-free atomics.
+/// `fcntl`, `write`, `sigaction`, `signal`, `sigprocmask`, `sigpending`,
+/// `sigismember`, `raise`, `tcgetpgrp`, `getpgrp`, `nanosleep`) and
+/// lock-free atomics.
 private struct TerminalSettings {
     /// Whether standard input's settings were changed (a screen).
     var raw: Bool
@@ -385,9 +396,9 @@ private struct TerminalSettings {
         action.__sigaction_handler.sa_handler = handleSignal
         sigemptyset(&action.sa_mask)
         for signal in handledSignals { sigaddset(&action.sa_mask, signal) }
-        if current.raw {
-            for signal in terminalStopSignals { sigaddset(&action.sa_mask, signal) }
-        }
+        // A status line's handlers too: under `stty tostop`, its escapes
+        // written from the background would stop it, SIGTERM held.
+        for signal in terminalStopSignals { sigaddset(&action.sa_mask, signal) }
         action.sa_flags = SA_RESTART
         handlerAction = action
         previousActions = handledSignals.map { signal in
@@ -413,9 +424,10 @@ private struct TerminalSettings {
         return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 
-    /// Runs `body` on the main thread with the handled signals blocked, so
-    /// that no handler interrupts it there (one that runs meanwhile on
-    /// another thread waits for its change of ``state``).
+    /// Runs `body` on the calling thread (the demo's main thread, its only
+    /// one) with the handled signals blocked, so that no handler interrupts
+    /// it there (one that runs meanwhile on another thread waits for its
+    /// change of ``state``).
     static func fromMainThread<T>(_ body: () -> T) -> T {
         var handled = handlerAction.sa_mask
         var previous = sigset_t()
@@ -537,6 +549,16 @@ private func handleSignal(_ number: Int32) {
         // On the way out already: a stop now would hold up the end.
         guard !TerminalSettings.closing.load(ordering: .sequentiallyConsistent) else { return }
         TerminalSettings.restore(fromSignal: true)
+        // A signal that ends the process, come while this ran (blocked
+        // here), ends it once this returns, the terminal put back: no stop
+        // first, which would hold it until a SIGCONT.
+        var pending = sigset_t()
+        sigpending(&pending)
+        if sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1
+            || sigismember(&pending, SIGHUP) == 1 || sigismember(&pending, SIGQUIT) == 1
+        {
+            return
+        }
         // Stop as the default action would: SIGTSTP is blocked while this
         // runs, so it is let through for the raise.
         signal(SIGTSTP, SIG_DFL)
