@@ -472,13 +472,9 @@ check_back_after_fg() {
 # 5.2 may miss a stopped job's end that comes right after its kill, and
 # report it only once it next waits for a child: so with a plain sleep.)
 kill_job() {
-    local pid=$1 state
+    local pid=$1
     keys C-l 'kill %1' Enter
-    for _ in $(seq 1 50); do
-        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || true)
-        [ -z "$state" ] || [ "$state" = Z ] && break
-        sleep 0.1
-    done
+    wait_gone "$pid" || true
     keys 'sleep 0.1' Enter
 }
 

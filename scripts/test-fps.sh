@@ -110,6 +110,23 @@ if wait_for '^fps [0-9]' 10; then
     keys C-l "$(printf '%q ' "$TIMERKIT" fps --rate 60 --seconds 1) & wait" Enter
     check "in the background it runs to its end" wait_for '^\[1\]\+ +Done ' 10
     check "... and lines wrap again after it ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+    # Under stty tostop, stopped with Ctrl-Z, then kill %1 (SIGTERM, then
+    # SIGCONT): it ends. Going on in the background, it writes its escapes
+    # again, which must not stop it once more with SIGTERM held.
+    keys C-l "stty tostop; $(printf '%q ' "$TIMERKIT" fps --rate 60 --seconds 60)" Enter
+    if wait_for '^fps [0-9]' 10; then
+        pid=$(program_pid "$TIMERKIT fps --rate 60 --seconds 60")
+        keys C-z
+        check "under stty tostop, Ctrl-Z stops it" wait_for '^\[1\]\+ +Stopped' 10
+        keys C-l 'kill %1' Enter
+        gone=0
+        wait_gone "$pid" && gone=1
+        check "... and kill %1 ends it (state ${STATE:-gone})" test -n "$pid" -a "$gone" -eq 1
+        [ "$gone" -eq 1 ] || kill -s KILL "$pid" 2>/dev/null || true
+        keys 'stty -tostop' Enter
+    else
+        fail "the line shows in a shell under stty tostop"
+    fi
 else
     fail "the line shows in a shell"
 fi

@@ -105,6 +105,19 @@ tty_modes() {
 # with PATTERN (the tmux server's holds it too, but not at its start).
 program_pid() { pgrep -f "^$1" | head -n 1; }
 
+# wait_gone PID: waits up to 5 s for process PID to end (a zombie, which its
+# shell has not reaped yet, counts). Fails if it has not; its last state
+# letter (T: stopped) is then in $STATE.
+STATE=""
+wait_gone() {
+    for _ in $(seq 1 50); do
+        STATE=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null || true)
+        [ -z "$STATE" ] || [ "$STATE" = Z ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 screen() { tmux -L "$SOCKET" capture-pane -p -t term; }
 
 keys() { tmux -L "$SOCKET" send-keys -t term "$@"; }
