@@ -553,6 +553,23 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
         check "bg, then kill %1 ends the demo, and the shell says so" wait_for 'Terminated +.*timerkit demo' 10
         check_gone_to_the_shell "$DEMO_PID"
     fi
+    # Started by a script (sh -c '...; echo ...'): Ctrl-Z stops the whole
+    # job, as the terminal's own Ctrl-Z would, the script with the demo, so
+    # that the shell says so and takes commands again.
+    demo_command="$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")"
+    keys C-l "sh -c $(printf '%q' "$demo_command; echo the script went on")" Enter
+    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+        DEMO_PID=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
+        keys C-z
+        check "started by a script, Ctrl-Z stops the script too, and the shell says so" \
+            wait_for '^\[1\]\+ +Stopped +sh -c' 10
+        keys 'echo hello from the shell' Enter
+        check "... and takes commands" wait_for '^hello from the shell$' 10
+        kill_job "$DEMO_PID"
+        check_gone_to_the_shell "$DEMO_PID"
+    else
+        fail "the demo runs from a script in the interactive shell"
+    fi
     # In the background, stopped or running, in a shell of its own that
     # ignores SIGHUP, disowned, and that shell gone: no shell can bring it
     # back to the terminal, so it quits and says why rather than run on
