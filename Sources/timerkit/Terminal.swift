@@ -321,8 +321,8 @@ private struct TerminalSettings {
     }
     nonisolated(unsafe) static var installed = false
     /// The handler's action (every handled signal blocked while it runs, so
-    /// that the handlers never interleave on a thread, and for a screen
-    /// ``terminalStops`` too), and each signal's action before, put back by
+    /// that the handlers never interleave on a thread, and the
+    /// ``terminalStopSignals`` too), and each signal's action before, put back by
     /// `removeHandlers`; nil for a signal left alone because the process
     /// was started ignoring it (as a shell starts a background job ignoring
     /// SIGINT and SIGQUIT, and nohup SIGHUP).
@@ -551,7 +551,8 @@ private func handleSignal(_ number: Int32) {
         TerminalSettings.restore(fromSignal: true)
         // A signal that ends the process, come while this ran (blocked
         // here), ends it once this returns, the terminal put back: no stop
-        // first, which would hold it until a SIGCONT.
+        // first, which would hold it until a SIGCONT. (The `endingSignals`
+        // named one by one: a handler reads no Swift array.)
         var pending = sigset_t()
         sigpending(&pending)
         if sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1
