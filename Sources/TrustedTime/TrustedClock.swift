@@ -65,7 +65,9 @@ public final class TrustedClock: Clock, Sendable {
         /// How far the boot clock's rate may be off, in parts per million: the
         /// error bound grows by this fraction of the time since the sample.
         /// 50 ppm (4.3 s a day) covers an ordinary undisciplined crystal; a
-        /// machine kept in sync by NTP does far better.
+        /// machine kept in sync by NTP does far better. A negative rate is
+        /// taken as 0; any other is accepted, up to `Int64.max`, the error
+        /// bound then saturating at `Int64.max` nanoseconds.
         public var driftPartsPerMillion: Int64
         /// How many recent samples are kept (at least 1).
         public var maximumSamples: Int
@@ -313,7 +315,11 @@ public final class TrustedClock: Clock, Sendable {
         let ppm = UInt64(configuration.driftPartsPerMillion)
         let (whole, overflow) = (nanoseconds / 1_000_000).multipliedReportingOverflow(by: ppm)
         if overflow { return .nanoseconds(Int64.max) }
-        let part = ((nanoseconds % 1_000_000) * ppm + 999_999) / 1_000_000
+        // Below a million nanoseconds times ppm: a double-width product,
+        // whose quotient by a million (below ppm) fits.
+        let (quotient, remainder) = UInt64(1_000_000).dividingFullWidth(
+            (nanoseconds % 1_000_000).multipliedFullWidth(by: ppm))
+        let part = quotient + (remainder > 0 ? 1 : 0)
         let (total, overflow2) = whole.addingReportingOverflow(part)
         if overflow2 || total > UInt64(Int64.max) { return .nanoseconds(Int64.max) }
         return .nanoseconds(Int64(total))

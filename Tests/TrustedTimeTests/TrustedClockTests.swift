@@ -51,6 +51,34 @@ struct TrustedClockTests {
         #expect(clock.driftAllowance(.zero - .nanoseconds(20_000) - half) == .nanoseconds(2))
     }
 
+    @Test("a drift rate up to Int64.max ppm gives an exact or saturated allowance, and a clock that reads")
+    func driftAllowanceAtHugeRates() throws {
+        func allowance(_ ppm: Int64, _ elapsed: Duration) -> Duration {
+            TrustedClock(configuration: .init(driftPartsPerMillion: ppm), readings: ScriptedReadings())
+                .driftAllowance(elapsed)
+        }
+        // 10^14 ppm of 999,999 ns: 99,999,900,000,000 ns, exactly.
+        #expect(allowance(100_000_000_000_000, .nanoseconds(999_999)) == .nanoseconds(99_999_900_000_000))
+        // Int64.max ppm of 1 ns is Int64.max / 10^6 ns, rounded up.
+        #expect(allowance(.max, .nanoseconds(1)) == .nanoseconds(Int64.max / 1_000_000 + 1))
+        // Of 999,999 ns: Int64.max × 999,999 / 10^6, rounded up, just fits.
+        #expect(allowance(.max, .nanoseconds(999_999)) == .nanoseconds(9_223_362_813_482_738_953))
+        #expect(allowance(.max, .nanoseconds(1_000_000)) == .nanoseconds(Int64.max))
+        #expect(allowance(.max, .nanoseconds(1_000_001)) == .nanoseconds(Int64.max))
+        #expect(allowance(.max, .seconds(1)) == .nanoseconds(Int64.max))
+        #expect(allowance(.max, .zero) == .zero)
+
+        // A synced clock at such a rate reads, with a saturated bound.
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(
+            configuration: .init(driftPartsPerMillion: .max), readings: readings)
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(1), inbound: .milliseconds(1)))
+        readings.advance(by: .nanoseconds(999_999))
+        let now = clock.now
+        #expect(now.sinceEpoch == readings.truth)
+        #expect(try #require(now.errorBound) >= .nanoseconds(Int64.max))
+    }
+
     @Test("a symmetric exchange gives the server's time exactly, carried on the boot clock")
     func cristianMidpoint() throws {
         let readings = ScriptedReadings(wallError: .seconds(-3600))
