@@ -73,32 +73,38 @@ extension TrustedClock {
     /// on the same loop should call ``checkWallClock()`` from it instead. The
     /// loop holds the clock weakly.
     ///
-    /// - Throws: `TimerError` if the handler or the timer cannot be set.
+    /// - Throws: `TimerError` if the timer or the handler cannot be set:
+    ///   ``TimerError/invalidInterval(_:)`` for an interval below 1 ns, or
+    ///   what `TimerLoop/onWallClockChange(_:)` and scheduling throw. The
+    ///   loop is then as it was, its handler included.
     @discardableResult
     public func monitorWallClock(on loop: TimerLoop, checkingEvery interval: Duration? = nil)
         throws(TimerError) -> WallClockMonitor
     {
         let weakClock = WeakClock(self)
-        try loop.onWallClockChange {
-            weakClock.clock?.check(cause: .clockStep)
-        }
+        // The timer first: it is the part that can refuse its settings, and
+        // a failure then leaves the loop's handler as it was.
         var timer: LoopTimer<BootClock>?
         if let interval {
-            do throws(TimerError) {
-                timer = try loop.schedule(
-                    after: interval, repeating: interval, tolerance: interval / 10, clock: .boot,
-                    in: .common
-                ) { timer, _ in
-                    guard let clock = weakClock.clock else { return timer.invalidate() }
-                    clock.check(cause: .check)
-                }
-            } catch {
-                loop.removeWallClockChangeHandler()
-                throw error
+            timer = try loop.schedule(
+                after: interval, repeating: interval, tolerance: interval / 10, clock: .boot,
+                in: .common
+            ) { timer, _ in
+                guard let clock = weakClock.clock else { return timer.invalidate() }
+                clock.check(cause: .check)
             }
         }
+        let setting: WallClockChangeHandlerSetting
+        do throws(TimerError) {
+            setting = try loop.setWallClockChangeHandler {
+                weakClock.clock?.check(cause: .clockStep)
+            }
+        } catch {
+            timer?.invalidate()
+            throw error
+        }
         check(cause: .check)
-        return WallClockMonitor(loop: loop, timer: timer)
+        return WallClockMonitor(loop: loop, timer: timer, handler: setting)
     }
 
     /// Decides whether the wall clock moved; updates the accepted offset and

@@ -207,6 +207,68 @@ struct TrustedClockTamperTests {
         #expect(loop.statistics.pending == 0)
     }
 
+    /// Counts the calls of a loop's own wall-clock-change handler.
+    final class StepCounter: Sendable {
+        let count = Mutex(0)
+        var calls: Int { count.withLock { $0 } }
+        func install(on loop: TimerLoop) throws {
+            try loop.onWallClockChange { self.count.withLock { $0 += 1 } }
+        }
+    }
+
+    /// Steps a manual loop's wall clock by `step` and makes a pass, which
+    /// calls its wall-clock-change handler.
+    func stepWall(of loop: TimerLoop, by step: Duration) throws {
+        try loop.setManualTime(to: loop.now(.wall) + step)
+        try loop.advance(by: .zero)
+    }
+
+    @Test(
+        "a monitor refused for its interval leaves the loop's own handler in place, and no timer",
+        arguments: [Duration.zero, .nanoseconds(-1), .seconds(-60), Duration(attoseconds: 999_999_999)])
+    func refusedMonitorKeepsHandler(interval: Duration) throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(100_000))
+        let own = StepCounter()
+        try own.install(on: loop)
+        let clock = TrustedClock(readings: ScriptedReadings())
+        #expect(throws: TimerError.invalidInterval(interval)) {
+            try clock.monitorWallClock(on: loop, checkingEvery: interval)
+        }
+        try stepWall(of: loop, by: .seconds(3600))
+        #expect(own.calls == 1)
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a stopped monitor leaves a handler set after it in place; stopping twice does nothing more")
+    func stopKeepsALaterHandler() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(100_000))
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(readings: readings)
+        let recorder = Recorder()
+        recorder.attach(to: clock)
+        let monitor = try clock.monitorWallClock(on: loop, checkingEvery: .seconds(60))
+        let own = StepCounter()
+        try own.install(on: loop)  // replaces the monitor's handler
+        monitor.stop()
+        monitor.stop()
+        try stepWall(of: loop, by: .seconds(3600))
+        #expect(own.calls == 1)
+        #expect(loop.statistics.pending == 0)
+
+        // Its own handler, still in place at stop, is removed.
+        let second = try clock.monitorWallClock(on: loop)
+        readings.stepWall(by: .seconds(-3600))
+        try stepWall(of: loop, by: .seconds(-3600))
+        #expect(own.calls == 1)
+        #expect(recorder.all.last?.cause == .clockStep)
+        let reported = recorder.all.count
+        second.stop()
+        readings.stepWall(by: .seconds(-3600))
+        try stepWall(of: loop, by: .seconds(-3600))
+        #expect(recorder.all.count == reported)
+        #expect(own.calls == 1)
+    }
+
     @Test("the monitor holds the clock weakly")
     func monitorDoesNotRetainClock() throws {
         let loop = try TimerLoop.manual()
