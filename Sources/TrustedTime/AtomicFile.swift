@@ -10,9 +10,9 @@ import Musl
 /// reach the disk.
 ///
 /// A write goes to a temporary file in the same directory, is flushed with
-/// `fsync`, renamed over the target, and the directory is flushed: a crash
-/// leaves the old file or the new one, never a mix. Interrupted system calls
-/// are resumed.
+/// `fsync`, renamed over the target, and the directory is flushed where it
+/// can be: a crash leaves the old file or the new one, never a mix.
+/// Interrupted system calls are resumed.
 package enum AtomicFile {
     /// Refuses a path that C would read only up to its first NUL: it would
     /// name another file, and a write would land there.
@@ -90,10 +90,9 @@ package enum AtomicFile {
     /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`,
     ///   `fsync`, `close`, `rename`; `Errno/invalidArgument` from `open` for
     ///   a path holding a NUL); the temporary file is removed and `path` is
-    ///   unchanged.
-    ///   If only flushing the directory fails (the error names `fsync` of
-    ///   the directory's `open`), the new file is in place, but its rename
-    ///   may not survive a crash.
+    ///   unchanged. Once the rename is done the write has succeeded: the
+    ///   directory is then flushed where it can be (see
+    ///   ``flushDirectory(of:)``), and a failure there is not reported.
     ///
     /// A `path` that is a symbolic link is replaced by the file, as any
     /// rename replaces it: the file it led to is left as it was. (Writing
@@ -152,20 +151,26 @@ package enum AtomicFile {
             _ = unlink(temporary)  // cleaning up, as above
             throw error
         }
-        // Make the rename itself durable. File systems that cannot flush a
-        // directory say EINVAL: nothing more can be done there.
+        flushDirectory(of: path)
+    }
+
+    /// Flushes the directory that holds `path`, so that a rename into it
+    /// survives a crash, where that can be done: a directory that the
+    /// process may write in but not read (mode 0300, say) cannot be opened
+    /// to flush, and some file systems refuse to flush one (EINVAL). A
+    /// failure is not reported, as SQLite does not report it: the new file
+    /// is in place by then, and a crash could at worst bring back the old
+    /// one, as a crash just before the rename would, never a mix.
+    static func flushDirectory(of path: String) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        let directoryFD = try retrying { () throws(SystemError) in
-            try SystemError.posix(
-                open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC), "open")
-        }
-        defer { _ = close(directoryFD) }  // read-only: closing cannot lose data
-        do {
-            _ = try SystemError.posix(fsync(directoryFD), "fsync")
-        } catch where error.errno == .invalidArgument {
-            return
-        }
+        var directoryFD: Int32 = -1
+        repeat {
+            directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        } while directoryFD < 0 && errno == EINTR
+        guard directoryFD >= 0 else { return }
+        while fsync(directoryFD) != 0 && errno == EINTR {}
+        _ = close(directoryFD)  // read-only: closing cannot lose data
     }
 
     private static func requireRegularFile(_ status: stat) throws(SystemError) {

@@ -16,7 +16,10 @@ extension TrustedClock {
     /// Saves the clock's samples and wall-clock state to `path`, atomically:
     /// written to a temporary file in the same directory, flushed with
     /// `fsync`, renamed over `path`, and the directory flushed. A crash leaves
-    /// either the old file or the new one, never a mix.
+    /// either the old file or the new one, never a mix. (A directory the
+    /// process may write in but not read cannot be opened to flush: the save
+    /// succeeds all the same, and a crash soon after may bring back the old
+    /// file.)
     ///
     /// The file is small (136 bytes plus 48 per sample) and binary: magic,
     /// format version, length, boot id, the fields, and a CRC-32 (the layout

@@ -318,6 +318,36 @@ struct TrustedClockPersistenceTests {
         #expect(directory.entries() == ["state"])
     }
 
+    @Test("in a directory it may write in but not read, a save succeeds, as the atomic write under it does")
+    func directoryWritableNotReadable() throws {
+        let directory = TrustedTestDirectory()
+        defer {
+            _ = chmod(directory.path, 0o700)
+            directory.remove()
+        }
+        // Nobody's, when the tests run as root; else the process's own.
+        let (user, group) = geteuid() == 0 ? (uid_t(65534), gid_t(65534)) : (geteuid(), getegid())
+        #expect(chown(directory.path, user, group) == 0)
+        #expect(chmod(directory.path, 0o300) == 0)
+        let path = directory.file("state")
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        try withFileSystemIDs(uid: user, gid: group) {
+            // What makes the case: the directory cannot be opened to flush it.
+            let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            #expect(fd < 0 && errno == EACCES)
+            if fd >= 0 { close(fd) }
+            try clock.save(to: path)
+            try clock.sync(with: readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2)))
+            try clock.save(to: path)  // replacing the first
+            try AtomicFile.write([1, 2, 3], to: directory.file("other"))
+        }
+        #expect(trustedTestRead(path) == clock.encodedState())
+        #expect(trustedTestRead(directory.file("other")) == [1, 2, 3])
+        #expect(chmod(directory.path, 0o700) == 0)
+        #expect(directory.entries() == ["other", "state"])
+    }
+
     @Test("saving replaces the old file atomically")
     func overwrite() throws {
         let directory = TrustedTestDirectory()

@@ -264,3 +264,35 @@ func waitFor(_ condition: () -> Bool) async throws {
         try await Task.sleep(for: .milliseconds(1))
     }
 }
+
+/// Runs `body` with the calling thread's file-system user and group
+/// (`setfsuid`, `setfsgid`, which only this thread has) set to `uid` and
+/// `gid` when the process is root, whose file checks would otherwise pass
+/// anything, and puts them back after; the rest of the process keeps its
+/// own. A process that is not root runs `body` as it is (`uid` and `gid`
+/// should then be its own). The body must not suspend: it has to end on
+/// the thread it began on.
+func withFileSystemIDs<Result>(uid: uid_t, gid: gid_t, _ body: () throws -> Result) throws -> Result {
+    guard geteuid() == 0 else { return try body() }
+    // Not in Glibc's module map: looked up, with their C signatures.
+    typealias SetID = @convention(c) (UInt32) -> Int32
+    guard let setfsuid = dlsym(nil, "setfsuid"), let setfsgid = dlsym(nil, "setfsgid") else {
+        throw SystemError(errno: .noFunction, function: "dlsym")
+    }
+    let setUser = unsafeBitCast(setfsuid, to: SetID.self)
+    let setGroup = unsafeBitCast(setfsgid, to: SetID.self)
+    _ = setGroup(gid)
+    _ = setUser(uid)
+    // Each returns the one in force: a refusal would leave root's, and a
+    // body that passes as root would prove nothing.
+    guard setGroup(gid) == gid, setUser(uid) == uid else {
+        _ = setUser(0)
+        _ = setGroup(0)
+        throw SystemError(errno: .notPermitted, function: "setfsuid")
+    }
+    defer {
+        _ = setUser(0)
+        _ = setGroup(0)
+    }
+    return try body()
+}
