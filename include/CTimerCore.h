@@ -740,7 +740,9 @@ typedef struct tk_precision {
  *     too), with SCHED_RESET_ON_FORK, which also stays on while the run
  *     has SCHED_FIFO. The slack tightens any
  *     sleep the callbacks make; the loop's own waits end on timerfds, which
- *     have no slack.
+ *     have no slack. (While the thread has SCHED_FIFO, a recent kernel
+ *     reads its slack as 0, in PR_GET_TIMERSLACK and tk_timer_slack: a
+ *     real-time thread's sleeps get no slack.)
  *   - The margin takes effect at once. The thread settings take effect when
  *     a run begins, or, if a thread is running the loop, at its next pass
  *     (the call wakes it). A manual loop's runs leave their thread alone

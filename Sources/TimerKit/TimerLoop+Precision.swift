@@ -26,7 +26,9 @@ extension TimerLoop {
     /// While a thread runs the loop (from its outermost `run` until that
     /// returns), its timer slack is 1 ns and, with a
     /// ``LoopPrecision/realtimePriority``, its policy is `SCHED_FIFO` at that
-    /// priority; both are put back when the run returns. The margin takes
+    /// priority; both are put back when the run returns. (While the thread
+    /// has `SCHED_FIFO`, a recent kernel reads its slack as 0: a real-time
+    /// thread's sleeps get no slack.) The margin takes
     /// effect at once; the thread's settings when a run begins or, on a loop
     /// that is running (such as one from ``startThread(mode:)``), at its next
     /// pass, which this call brings about. A manual loop's runs leave their
