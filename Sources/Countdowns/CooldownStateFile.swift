@@ -100,6 +100,7 @@ enum CooldownStateFile {
         guard savedAt >= .zero else { throw .stateFileCorrupt("negative boot-clock reading") }
         var left = bodyBytes.count - fixedBodySize
         var entries: [Entry] = []
+        var keys: Set<CooldownKey> = []
         for index in 0..<count {
             guard left >= entrySize else { throw .stateFileCorrupt("entry \(index) runs past the body") }
             let keyLength = Int(body.uint16())
@@ -119,6 +120,11 @@ enum CooldownStateFile {
                 throw .stateFileCorrupt("entry \(index): the key is not UTF-8")
             }
             left -= keyLength
+            // A save writes each key once: a key repeated (byte for byte, as
+            // keys are told apart) is not what a save wrote.
+            guard keys.insert(CooldownKey(key)).inserted else {
+                throw .stateFileCorrupt("entry \(index): a key that an earlier entry has")
+            }
             entries.append(Entry(
                 key: key, end: BootClock.Instant(offset: end), duration: duration,
                 trustedEnd: flags & 1 != 0 ? trustedEnd : nil))

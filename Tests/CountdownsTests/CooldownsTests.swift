@@ -310,6 +310,21 @@ struct CooldownsTests {
         newer[4] = 9
         try expectRefused(newer, .stateFileFromNewerVersion(9))
         try expectRefused([], .stateFileTruncated)
+        // A save writes each key once: a file that repeats one (byte for
+        // byte: "é" as U+00E9 and as "e" + U+0301 are two keys) is not one
+        // a save wrote.
+        func file(_ keys: [String]) -> [UInt8] {
+            CooldownStateFile.encode(CooldownStateFile.Contents(
+                bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(100)),
+                entries: keys.map {
+                    .init(key: $0, end: BootClock.Instant(offset: .seconds(150)), duration: .seconds(60),
+                          trustedEnd: nil)
+                }))
+        }
+        #expect(try CooldownStateFile.decode(file(["b", "a", "\u{e9}", "e\u{301}"])).entries.count == 4)
+        try expectRefused(file(["kept", "kept"]), .stateFileCorrupt("entry 1: a key that an earlier entry has"))
+        try expectRefused(
+            file(["a", "\u{e9}", "b", "\u{e9}"]), .stateFileCorrupt("entry 3: a key that an earlier entry has"))
         // The way on: replace the file with what runs now.
         let (_, _, fresh) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
         _ = try? fresh.cooldown(key: "new", duration: .seconds(30))
