@@ -8,7 +8,8 @@
 #   1. the flash sale counts down from the server's "remaining seconds",
 #      reaches "started" and reloads the page exactly once;
 #   2. `s` sends a code and starts its cooldown; a second `s` is refused
-#      with the time left;
+#      with the time left, which counts down with the Code line's, and
+#      goes when the cooldown ends;
 #   3. `d` starts a drag (the loop runs in tracking mode): the carousel keeps
 #      turning while the badge (default mode) waits; `d` again ends it and
 #      the badge fires once, reporting the refreshes it skipped;
@@ -27,8 +28,9 @@
 #      true time left; bad options (values out of range too), a corrupt
 #      state file (left as it is, never saved over, and said at exit with
 #      status 1, also after `s`), an unwritable state file (a cooldown not saved is shown,
-#      and said at exit with status 1) and a missing terminal (standard
-#      input or output) give clear messages, never a crash; a state path
+#      and said at exit with status 1), a missing terminal (standard
+#      input or output) and a dumb one (TERM=dumb) give clear messages,
+#      never a crash; a state path
 #      with control characters (a newline, ESC, a C1 CSI) is shown with
 #      them escaped, on the screen and on standard error;
 #   8. the ways out a program sees put the terminal back (cooked mode, the
@@ -106,15 +108,15 @@ fi
 keys s
 check "a second s is refused with the time left" wait_for '^wait [0-9]+ s before sending another code$'
 
-wait_for '^Badge        refreshed [1-9][0-9]* times' >/dev/null || true
-turns_before=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+wait_for '^Badge        refreshed [1-9][0-9]* times?' >/dev/null || true
+turns_before=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times?.*')
 keys d
 if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
-    badge_during=$(field '^Badge        refreshed ([0-9]+) times.*')
-    turns_during=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+    badge_during=$(field '^Badge        refreshed ([0-9]+) times?.*')
+    turns_during=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times?.*')
     sleep 3
-    badge_late=$(field '^Badge        refreshed ([0-9]+) times.*')
-    turns_late=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times.*')
+    badge_late=$(field '^Badge        refreshed ([0-9]+) times?.*')
+    turns_late=$(field '^Carousel     page [1-5] of 5, turned ([0-9]+) times?.*')
     check "the carousel turns during the drag ($turns_during -> $turns_late turns in 3 s)" \
         test "$turns_late" -gt "$turns_during"
     check "the badge waits during the drag ($badge_during -> $badge_late refreshes in 3 s)" \
@@ -127,9 +129,9 @@ if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
         test "$frame_later" -gt "$frame_during"
     keys d
     if wait_for '^Drag         not dragging$' &&
-        wait_for '^Badge        refreshed [0-9]+ times, [1-9][0-9]* skipped' 5; then
-        badge_after=$(field '^Badge        refreshed ([0-9]+) times.*')
-        skipped=$(field '^Badge        refreshed [0-9]+ times, ([0-9]+) skipped.*')
+        wait_for '^Badge        refreshed [0-9]+ times?, [1-9][0-9]* skipped' 5; then
+        badge_after=$(field '^Badge        refreshed ([0-9]+) times?.*')
+        skipped=$(field '^Badge        refreshed [0-9]+ times?, ([0-9]+) skipped.*')
         # Each refresh after the drag comes a second apart: one more than
         # during the drag (the coalesced one), or two if the screen was read
         # late; never one per skipped refresh.
@@ -188,6 +190,35 @@ keys s
 check "restarted, s is still refused" wait_for '^wait [0-9]+ s before sending another code$'
 keys q
 check "q quits again" wait_for '^program exited with 0$' 10
+
+# The messages about the code go with its cooldown: the time a refused s
+# gives counts down with the Code line's, and they go when it ends.
+start "$TIMERKIT" demo --state "$WORK/short.state" --sale-seconds 60 --code-seconds 4
+wait_for '^Code         press s to send a code$' >/dev/null || true
+keys s
+check "a 4 s code: s sends it" wait_for '^code sent$'
+keys s
+if wait_for '^wait [0-9]+ s before sending another code$' 2; then
+    sleep 1.5
+    agreed=""
+    for _ in 1 2 3 4 5; do
+        code_left=$(field '^Code         sent; resend in ([0-9]+) s$')
+        wait_left=$(field '^wait ([0-9]+) s before sending another code$')
+        if [ -n "$code_left" ] && [ "$code_left" = "$wait_left" ]; then
+            agreed=$code_left
+            break
+        fi
+        sleep 0.2
+    done
+    check "a second later, the refusal's time left is the Code line's ($code_left s, $wait_left s)" test -n "$agreed"
+else
+    fail "a second s is refused"
+fi
+check "the cooldown ends: the Code line says so" wait_for '^Code         press s to send a code$' 10
+check "... and the refusal is gone, no line saying to wait" \
+    bash -c '! grep -qE "^(wait [0-9]+ s before sending another code|code sent)$" <<<"$1"' _ "$(screen)"
+keys q
+check "q quits" wait_for '^program exited with 0$' 10
 
 # --- 5: the wall clock stepped under the running demo (libfaketime) ---------------------
 
@@ -300,6 +331,12 @@ status=0
 out=$("$TIMERKIT" demo --state "$WORK/print.state" </dev/null 2>&1) || status=$?
 check "without a terminal, a clear message (status $status)" \
     test "$status" -eq 1 -a -n "$(grep -F 'standard input and output must be a terminal' <<<"$out")"
+# A dumb terminal takes no escapes: no screen is drawn on it.
+start env TERM=dumb "$TIMERKIT" demo --state "$WORK/print.state"
+check "on a dumb terminal (TERM=dumb), a clear message" \
+    wait_for '^timerkit demo: the terminal \(TERM=dumb\) cannot draw the screen' 10
+check "... with status 1" \
+    wait_for '^program exited with 1$' 10
 # In a terminal, but with the screen sent to a file.
 start sh -c 'exec "$0" demo --state "$1" >"$2"' "$TIMERKIT" "$WORK/print.state" "$WORK/screen.out"
 check "with standard output not a terminal, a clear message" \

@@ -12,12 +12,14 @@
 #      to one row, cut cleanly to the width, and the summary wraps whole; Ctrl-C ends it with line wrap
 #      back on and the shell's prompt on a line of its own, unless it was
 #      started ignoring SIGINT; run in the background to its end, it turns
-#      line wrap back on;
+#      line wrap back on; on a dumb terminal (TERM=dumb) it writes a line a
+#      second, as to a file;
 #   2. --json prints one summary object with every field, at the rate given;
 #   3. work longer than a frame (30 ms at 60 Hz) makes every frame after the
 #      first drop at least one grid point, which the summary counts;
 #   4. spikes on 100 % of the frames are all counted; a seed up to 2^64 - 1
-#      is echoed as given;
+#      is echoed as given; a frame's work longer than the run stops where
+#      the run ends, and the summary then has every field, null;
 #   5. bad options are refused with status 64 and a message, never a crash.
 #
 # Environment:
@@ -58,6 +60,19 @@ else
 fi
 check "it exits 0" wait_for '^program exited with 0$' 10
 check "it leaves lines wrapping ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+
+# A dumb terminal (TERM=dumb) takes no escapes: a line a second, each on
+# a row of its own, as to a file, and lines wrapping all along.
+start env TERM=dumb "$TIMERKIT" fps --rate 60 --seconds 2.5
+if wait_for '^done: fps ' 30; then
+    check "with TERM=dumb, the first second's line stays on a row of its own" \
+        wait_for '^fps \.\.\.  measuring the first second at 60\.0 Hz$' 1
+    rows=$(screen | grep -c -E "${LIVE%\$}" || true)
+    check "... and each reading on its own row ($rows rows)" test "$rows" -ge 1
+    check "... with lines wrapping all along ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+else
+    fail "with TERM=dumb, the run ends with its summary"
+fi
 
 # A window narrower than the line: still one row, cut at the edge.
 start_sized 40 10 "$TIMERKIT" fps --rate 60 --seconds 3
@@ -168,6 +183,15 @@ json_check "spikes on every frame are all counted" --rate 50 --seconds 1 --jank 
     "s['spikes'] == s['frames'] and s['dropped'] >= s['frames'] - 1"
 json_check "a seed above Int64.max is echoed as the unsigned number it is" \
     --rate 50 --seconds 0.2 --seed 18446744073709551615 -- "s['seed'] == 18446744073709551615"
+# A frame's work longer than the run: the work stops where the run ends,
+# and a summary with no frame time measured still has every field (null).
+started=$(date +%s%N)
+json_check "work longer than the run: one frame, every field there, the frame times null" \
+    --rate 1000 --seconds 0.2 --work-ms 10000 -- \
+    "$FIELDS and s['frames'] == 1 and all(s[k] is None for k in ('fps', 'frame_time_p99_ms', 'dropped', 'grade'))"
+elapsed_ms=$((($(date +%s%N) - started) / 1000000))
+# 10 s of work against a 0.2 s run: far inside either, whatever the machine.
+check "... and the run ends with it, not after the 10 s of work (${elapsed_ms} ms)" test "$elapsed_ms" -lt 5000
 
 # --- 5: bad options ------------------------------------------------------------------
 

@@ -47,7 +47,8 @@ enum DemoCommand: Subcommand {
             --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
                              default 60)
             --print-after S  no terminal: run S seconds (0 to 86400), print the screen
-                             once, exit
+                             once, exit (also the way on a dumb terminal, TERM=dumb,
+                             which cannot draw the screen)
 
         """
 
@@ -145,7 +146,26 @@ private final class Demo: @unchecked Sendable {
         var framesText = "measuring..."
         var frameIndex: UInt64 = 0
         var message = ""
+        /// How long `message` stays.
+        var messageLasts = MessageLife.untilReplaced
         var quit = false
+    }
+
+    /// How long the message under the screen stays.
+    enum MessageLife {
+        /// Until another replaces it.
+        case untilReplaced
+        /// While the code's cooldown runs: cleared when it ends.
+        case whileCodeCoolsDown
+        /// "wait N s before sending another code", N counting down with
+        /// the cooldown, and cleared when it ends.
+        case codeWait
+    }
+
+    /// Shows `text` under the screen for as long as `life` says.
+    private func say(_ text: String, _ life: MessageLife = .untilReplaced) {
+        screen.message = text
+        screen.messageLasts = life
     }
 
     init(options: DemoCommand.Options) throws {
@@ -162,17 +182,16 @@ private final class Demo: @unchecked Sendable {
     func run() throws -> Int32 {
         do {
             switch try cooldowns.restore() {
-            case .sameBoot(let restored) where restored > 0: screen.message = "restored the code's cooldown"
+            case .sameBoot(let restored) where restored > 0: say("restored the code's cooldown", .whileCodeCoolsDown)
             case .anotherBoot(let server, let left) where server + left > 0:
-                screen.message = "restored the code's cooldown after a reboot"
+                say("restored the code's cooldown after a reboot", .whileCodeCoolsDown)
             default: break
             }
         } catch .stateFileNotFound {
             // First run.
         } catch {
             restoreFailure = error
-            screen.message =
-                "could not restore \(printable: options.statePath): \(printable: error) (left as it is: a code sent is not saved)"
+            say("could not restore \(printable: options.statePath): \(printable: error) (left as it is: a code sent is not saved)")
         }
         try startTimers()
         if let after = options.printAfter {
@@ -180,6 +199,11 @@ private final class Demo: @unchecked Sendable {
             update()
             Output.line(lines(ansi: false).joined(separator: "\n"))
             return reportStateFailures()
+        }
+        if isatty(1) == 1 && Terminal.isDumb {
+            printError(
+                "timerkit demo: the terminal (TERM=dumb) cannot draw the screen (use --print-after S to run without one)")
+            return 1
         }
         do {
             try terminal?.open()
@@ -294,22 +318,22 @@ private final class Demo: @unchecked Sendable {
                     try loop.perform(after: .zero) { [unowned self] in drag() }
                 } catch {
                     screen.dragRequested = false
-                    screen.message = "the drag failed: \(printable: error)"
+                    say("the drag failed: \(printable: error)")
                 }
             }
         case UInt8(ascii: "s"):
-            if let left = cooldowns.remaining(key: "code") {
-                screen.message = "wait \(seconds(left)) s before sending another code"
+            if cooldowns.remaining(key: "code") != nil {
+                say("", .codeWait)  // its text comes with the time left, in update()
             } else {
                 do {
                     try cooldowns.cooldown(key: "code", duration: .seconds(options.codeSeconds))
-                    screen.message = "code sent"
+                    say("code sent", .whileCodeCoolsDown)
                     saveFailure = nil
                     // Saved: the cooldowns read the file first (it could be
                     // read by now), and kept what it held.
                     restoreFailure = nil
                 } catch {
-                    screen.message = "code sent, but not saved: \(printable: error)"
+                    say("code sent, but not saved: \(printable: error)")
                     saveFailure = error
                 }
             }
@@ -327,7 +351,7 @@ private final class Demo: @unchecked Sendable {
         do {
             try loop.run(mode: .tracking)
         } catch {
-            screen.message = "the drag failed: \(printable: error)"
+            say("the drag failed: \(printable: error)")
         }
         screen.dragging = false
         if screen.quit { loop.stop() }  // "q" during the drag: the main run too
@@ -342,12 +366,21 @@ private final class Demo: @unchecked Sendable {
             // "ended" fires once: the page reloads once, also for a sale at
             // zero from the start (0 only if it ended before the demo
             // observed it).
-            screen.saleText = "started; the page reloaded \(screen.reloads) time\(screen.reloads == 1 ? "" : "s")"
+            screen.saleText = "started; the page reloaded \(times(UInt64(screen.reloads)))"
         }
-        if let left = cooldowns.remaining(key: "code") {
+        let codeLeft = cooldowns.remaining(key: "code")
+        if let left = codeLeft {
             screen.codeText = "sent; resend in \(seconds(left)) s" + (saveFailure == nil ? "" : " (not saved)")
         } else {
             screen.codeText = "press s to send a code"
+        }
+        // A message about the cooldown goes with it, never saying other than
+        // the Code line.
+        switch (screen.messageLasts, codeLeft) {
+        case (.untilReplaced, _): break
+        case (.codeWait, let left?): screen.message = "wait \(seconds(left)) s before sending another code"
+        case (.whileCodeCoolsDown, _?): break
+        case (.codeWait, nil), (.whileCodeCoolsDown, nil): say("")
         }
         terminal?.draw(lines(ansi: true))
         // A screen that cannot be drawn (the terminal gone, with SIGHUP
@@ -368,8 +401,8 @@ private final class Demo: @unchecked Sendable {
             "\(bold)TimerKit demo\(plain)   q quits, d starts or ends the drag, s sends a code",
             "",
             "Flash sale   \(screen.saleText)",
-            "Carousel     page \(screen.carouselPage) of 5, turned \(screen.carouselTurns) times (common modes: turns during the drag)",
-            "Badge        refreshed \(screen.badgeRefreshes) times, \(screen.badgeSkipped) skipped (default mode: waits during the drag)",
+            "Carousel     page \(screen.carouselPage) of 5, turned \(times(screen.carouselTurns)) (common modes: turns during the drag)",
+            "Badge        refreshed \(times(UInt64(screen.badgeRefreshes))), \(screen.badgeSkipped) skipped (default mode: waits during the drag)",
             "Drag         \(screen.dragging ? "dragging: the loop runs in tracking mode" : "not dragging")",
             "Code         \(screen.codeText)",
             "Wall clock   \(wallClockText()) UTC (nothing above reads it: changing it moves nothing)",
@@ -377,6 +410,11 @@ private final class Demo: @unchecked Sendable {
             "",
             screen.message,
         ]
+    }
+
+    /// "1 time", "2 times".
+    private func times(_ count: UInt64) -> String {
+        "\(count) time\(count == 1 ? "" : "s")"
     }
 
     /// The wall clock as `yyyy-mm-dd hh:mm:ss`, UTC.

@@ -18,8 +18,10 @@ enum FpsCommand: Subcommand {
 
           Runs a frame ticker at HZ frames per second (default 60) for S seconds (default 10),
           each frame busy for X ms (default 0) and, on P % of the frames, for Y ms instead
-          (default 50). Shows fps, p99 frame time, dropped frames and hitch time (ms per s)
-          on one line that updates in place; --json prints one summary object at the end.
+          (default 50; a frame's work stops where the run ends). Shows fps, p99 frame time,
+          dropped frames and hitch time (ms per s) on one line that updates in place (a
+          line a second to a file or a pipe, or with TERM=dumb); --json prints one summary
+          object at the end (its frame-time fields null when fewer than two frames came).
 
         """
 
@@ -84,8 +86,11 @@ private final class FpsRun: @unchecked Sendable {
     var monitor: FrameRateMonitor
     var generator: UInt64
     var spikes = 0
-    /// The status line, when standard output is a terminal.
-    let terminal: Terminal? = isatty(1) == 1 ? Terminal(.statusLine) : nil
+    /// When the run ends: no frame's work spins past it.
+    var runEnd = MonotonicClock.Instant(offset: .nanoseconds(Int64.max))
+    /// The status line, when standard output is a terminal that takes
+    /// escapes (with `TERM=dumb`, a line at a time, as to a file).
+    let terminal: Terminal? = isatty(1) == 1 && !Terminal.isDumb ? Terminal(.statusLine) : nil
 
     init(options: FpsCommand.Options) throws {
         self.options = options
@@ -106,7 +111,9 @@ private final class FpsRun: @unchecked Sendable {
             show(nil)
         }
         defer { terminal?.close() }
-        try loop.run(for: .nanoseconds(Int64(options.seconds * 1e9)))
+        let length = Duration.nanoseconds(Int64(options.seconds * 1e9))
+        runEnd = MonotonicClock.now + length
+        try loop.run(for: length)
         let summary = monitor.summary
         if options.json {
             Output.line(json(summary, ticker: ticker).renderLine())
@@ -120,6 +127,8 @@ private final class FpsRun: @unchecked Sendable {
     }
 
     /// Spins for this frame's work: the CPU is busy, as with real rendering.
+    /// The work stops where the run ends, so that the run lasts `--seconds`
+    /// whatever one frame's work would take.
     private func work(from start: MonotonicClock.Instant) {
         var milliseconds = options.workMilliseconds
         if options.jankPercent > 0 && Double(next() % 10_000) < options.jankPercent * 100 {
@@ -127,7 +136,7 @@ private final class FpsRun: @unchecked Sendable {
             spikes += 1
         }
         guard milliseconds > 0 else { return }
-        let end = start + .nanoseconds(Int64(milliseconds * 1e6))
+        let end = min(start + .nanoseconds(Int64(milliseconds * 1e6)), runEnd)
         while MonotonicClock.now < end {}
     }
 
@@ -185,7 +194,14 @@ private final class FpsRun: @unchecked Sendable {
                 ("grade", .string(summary.grade.description)),
             ]
         } else {
-            members.append(("fps", .null))
+            // No frame time measured (no frame after the first): every
+            // field is there all the same, each null.
+            for name in [
+                "fps", "frame_time_p50_ms", "frame_time_p95_ms", "frame_time_p99_ms", "frame_time_max_ms",
+                "dropped", "hitch_ms_per_s", "grade",
+            ] {
+                members.append((name, .null))
+            }
         }
         return .object(members)
     }

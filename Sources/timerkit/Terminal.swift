@@ -58,6 +58,14 @@ final class Terminal {
         self.mode = mode
     }
 
+    /// Whether `TERM` says the terminal is a dumb one, which takes no
+    /// escapes: it cannot place the cursor, hide it or stop the wrap. A
+    /// command then draws no screen and rewrites no line.
+    static var isDumb: Bool {
+        guard let term = getenv("TERM") else { return false }
+        return String(cString: term) == "dumb"
+    }
+
     /// Applies the mode's settings (a screen: only if its process group is
     /// the terminal's foreground group; see the type's notes) and installs
     /// the signal handlers that put them back.
