@@ -74,7 +74,7 @@ extension TrustedClock {
     /// loop holds the clock weakly.
     ///
     /// - Throws: `TimerError` if the timer or the handler cannot be set:
-    ///   ``TimerError/invalidInterval(_:)`` for an interval below 1 ns, or
+    ///   `TimerError.invalidInterval(_:)` for an interval below 1 ns, or
     ///   what `TimerLoop/onWallClockChange(_:)` and scheduling throw. The
     ///   loop is then as it was, its handler included.
     @discardableResult
