@@ -193,10 +193,10 @@ check "q quits again" wait_for '^program exited with 0$' 10
 
 # The messages about the code go with its cooldown: the time a refused s
 # gives counts down with the Code line's, and they go when it ends.
-start "$TIMERKIT" demo --state "$WORK/short.state" --sale-seconds 60 --code-seconds 4
+start "$TIMERKIT" demo --state "$WORK/short.state" --sale-seconds 60 --code-seconds 10
 wait_for '^Code         press s to send a code$' >/dev/null || true
 keys s
-check "a 4 s code: s sends it" wait_for '^code sent$'
+check "a 10 s code: s sends it" wait_for '^code sent$'
 keys s
 if wait_for '^wait [0-9]+ s before sending another code$' 2; then
     sleep 1.5
@@ -214,7 +214,7 @@ if wait_for '^wait [0-9]+ s before sending another code$' 2; then
 else
     fail "a second s is refused"
 fi
-check "the cooldown ends: the Code line says so" wait_for '^Code         press s to send a code$' 10
+check "the cooldown ends: the Code line says so" wait_for '^Code         press s to send a code$' 20
 check "... and the refusal is gone, no line saying to wait" \
     bash -c '! grep -qE "^(wait [0-9]+ s before sending another code|code sent)$" <<<"$1"' _ "$(screen)"
 keys q

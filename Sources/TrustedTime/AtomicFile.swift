@@ -158,11 +158,15 @@ package enum AtomicFile {
     /// survives a crash, where that can be done: a directory that the
     /// process may write in but not read (mode 0300, say) cannot be opened
     /// to flush, and some file systems refuse to flush one (EINVAL). A
-    /// failure is not reported, as SQLite does not report it: the new file
-    /// is in place by then, and a crash could at worst bring back the old
-    /// one, as a crash just before the rename would, never a mix.
+    /// failure, an I/O error of the flush included, is not reported, as
+    /// SQLite's `unixSync` reports neither a failed open nor a failed flush
+    /// of the directory: the new file is in place by then, and a crash could
+    /// at worst bring back the old one, as a crash just before the rename
+    /// would, never a mix.
     static func flushDirectory(of path: String) {
-        let slash = path.lastIndex(of: "/")
+        // Split on the byte: a "/" that a combining mark follows is one
+        // Character with it, which a search for "/" would not find.
+        let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
         let directory = slash.map { String(path[..<$0]) } ?? "."
         var directoryFD: Int32 = -1
         repeat {

@@ -66,8 +66,9 @@ public final class TrustedClock: Clock, Sendable {
         /// error bound grows by this fraction of the time since the sample.
         /// 50 ppm (4.3 s a day) covers an ordinary undisciplined crystal; a
         /// machine kept in sync by NTP does far better. A negative rate is
-        /// taken as 0; any other is accepted, up to `Int64.max`, the error
-        /// bound then saturating at `Int64.max` nanoseconds.
+        /// taken as 0; any other is accepted, up to `Int64.max`: the growth
+        /// then saturates at `Int64.max` nanoseconds, added to the sample's
+        /// own bound.
         public var driftPartsPerMillion: Int64
         /// How many recent samples are kept (at least 1).
         public var maximumSamples: Int

@@ -21,7 +21,7 @@ enum FpsCommand: Subcommand {
           (default 50; a frame's work stops where the run ends). Shows fps, p99 frame time,
           dropped frames and hitch time (ms per s) on one line that updates in place (a
           line a second to a file or a pipe, or with TERM=dumb); --json prints one summary
-          object at the end (its frame-time fields null when fewer than two frames came).
+          object at the end (its measured fields null when fewer than two frames came).
 
         """
 
@@ -111,9 +111,9 @@ private final class FpsRun: @unchecked Sendable {
             show(nil)
         }
         defer { terminal?.close() }
-        let length = Duration.nanoseconds(Int64(options.seconds * 1e9))
-        runEnd = MonotonicClock.now + length
-        try loop.run(for: length)
+        // One reading for both: the run's end and where a frame's work stops.
+        runEnd = MonotonicClock.now + .nanoseconds(Int64(options.seconds * 1e9))
+        try loop.run(until: runEnd)
         let summary = monitor.summary
         if options.json {
             Output.line(json(summary, ticker: ticker).renderLine())

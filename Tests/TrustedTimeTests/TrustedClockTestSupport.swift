@@ -281,18 +281,17 @@ func withFileSystemIDs<Result>(uid: uid_t, gid: gid_t, _ body: () throws -> Resu
     }
     let setUser = unsafeBitCast(setfsuid, to: SetID.self)
     let setGroup = unsafeBitCast(setfsgid, to: SetID.self)
-    _ = setGroup(gid)
-    _ = setUser(uid)
-    // Each returns the one in force: a refusal would leave root's, and a
-    // body that passes as root would prove nothing.
-    guard setGroup(gid) == gid, setUser(uid) == uid else {
-        _ = setUser(0)
-        _ = setGroup(0)
-        throw SystemError(errno: .notPermitted, function: "setfsuid")
-    }
+    // Each returns the one in force before: put back after.
+    let group = setGroup(gid)
+    let user = setUser(uid)
     defer {
-        _ = setUser(0)
-        _ = setGroup(0)
+        _ = setUser(UInt32(bitPattern: user))
+        _ = setGroup(UInt32(bitPattern: group))
+    }
+    // A refusal would leave root's, and a body that passes as root would
+    // prove nothing.
+    guard setGroup(gid) == gid, setUser(uid) == uid else {
+        throw SystemError(errno: .notPermitted, function: "setfsuid")
     }
     return try body()
 }
