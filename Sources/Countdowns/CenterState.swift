@@ -23,7 +23,9 @@ struct CenterState {
     private var staleEntries = 0
     /// Countdowns yet to end.
     var live: Int { table.count }
-    private var groupCount: UInt32 = 0
+    /// Groups made so far; the last one's number. 64 bits, so that a
+    /// center can make groups for as long as it runs.
+    var groupsMade: UInt64 = 0
 
     // MARK: Observations and handlers
 
@@ -65,15 +67,15 @@ struct CenterState {
     // MARK: Countdowns
 
     mutating func makeGroup() -> CountdownGroup {
-        groupCount += 1
-        return CountdownGroup(id: groupCount, center: center)
+        groupsMade += 1
+        return CountdownGroup(id: groupsMade, center: center)
     }
 
     func hasGroup(_ group: CountdownGroup) -> Bool {
-        group.center == center && group.id >= 1 && group.id <= groupCount
+        group.center == center && group.id >= 1 && group.id <= groupsMade
     }
 
-    mutating func insert(end: Int64, group: UInt32) -> Countdown {
+    mutating func insert(end: Int64, group: UInt64) -> Countdown {
         let (slot, generation) = table.allocate(end: end, group: group)
         heap.push(DeadlineHeap.Entry(deadline: end, slot: slot, generation: generation))
         return Countdown(center: center, slot: slot, generation: generation)

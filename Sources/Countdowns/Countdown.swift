@@ -24,7 +24,7 @@ public struct Countdown: Hashable, Sendable, CustomStringConvertible {
 /// list, say, which one observer redraws at each tick. Made by
 /// ``CountdownCenter/makeGroup()``.
 public struct CountdownGroup: Hashable, Sendable, CustomStringConvertible {
-    let id: UInt32
+    let id: UInt64
     /// The center that made it.
     let center: UInt32
 

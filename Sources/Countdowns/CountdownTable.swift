@@ -5,21 +5,24 @@ struct CountdownTable {
     struct Slot {
         /// The end, on the center's time base (nanoseconds).
         var end: Int64
-        /// Bumped when the slot is freed; a handle is valid while it matches.
+        /// A live slot's group (0: none), or a free slot's next free slot
+        /// (`UInt64.max`: none). One field for both, so that a group's
+        /// number is 64 bits (a center can make groups for as long as it
+        /// runs) and the slot stays 24 bytes.
+        fileprivate var link: UInt64
+        /// Odd while the slot is live: moved on when the slot is taken and
+        /// when it is freed, so a handle, which carries the generation its
+        /// slot had when taken, is valid while it matches.
         var generation: UInt32
-        /// The countdown's group (0: none).
-        var group: UInt32
         /// How many observations watch this countdown.
         var observers: UInt32
-        /// A free slot's next free slot (`UInt32.max`: none); a live
-        /// slot's is `UInt32.max - 1`.
-        var nextFree: UInt32
 
-        var isLive: Bool { nextFree == CountdownTable.live }
+        var isLive: Bool { generation & 1 == 1 }
+        /// The countdown's group (0: none), for a live slot.
+        var group: UInt64 { link }
     }
 
-    private static let none = UInt32.max
-    fileprivate static let live = UInt32.max - 1
+    private static let none = UInt64.max
 
     private(set) var slots: [Slot] = []
     private var freeSlot = CountdownTable.none
@@ -28,21 +31,24 @@ struct CountdownTable {
 
     /// Takes a free slot (or a new one) for a countdown of `group` ending
     /// at `end`. Returns the slot and its generation.
-    mutating func allocate(end: Int64, group: UInt32) -> (slot: UInt32, generation: UInt32) {
-        count += 1
+    mutating func allocate(end: Int64, group: UInt64) -> (slot: UInt32, generation: UInt32) {
         if freeSlot != Self.none {
-            let slot = freeSlot
+            let slot = UInt32(truncatingIfNeeded: freeSlot)
+            count += 1
             return slots.withUnsafeMutableBufferPointer { slots in
-                freeSlot = slots[Int(slot)].nextFree
+                freeSlot = slots[Int(slot)].link
                 slots[Int(slot)].end = end
-                slots[Int(slot)].group = group
+                slots[Int(slot)].link = group
                 slots[Int(slot)].observers = 0
-                slots[Int(slot)].nextFree = Self.live
+                // Even (free) to odd (live); wrapping past UInt32.max lands
+                // on 0, then 1.
+                slots[Int(slot)].generation &+= 1
                 return (slot, slots[Int(slot)].generation)
             }
         }
-        precondition(slots.count < Int(Self.live), "a countdown center holds fewer than 2^32 - 2 countdowns")
-        slots.append(Slot(end: end, generation: 1, group: group, observers: 0, nextFree: Self.live))
+        precondition(slots.count < Int(UInt32.max), "a countdown center holds fewer than 2^32 - 1 countdowns")
+        count += 1
+        slots.append(Slot(end: end, link: group, generation: 1, observers: 0))
         return (UInt32(slots.count - 1), 1)
     }
 
@@ -50,11 +56,11 @@ struct CountdownTable {
     /// nothing from now on.
     mutating func free(_ slot: UInt32) {
         slots.withUnsafeMutableBufferPointer { slots in
+            // Odd (live) to even (free).
             slots[Int(slot)].generation &+= 1
-            if slots[Int(slot)].generation == 0 { slots[Int(slot)].generation = 1 }
-            slots[Int(slot)].nextFree = freeSlot
+            slots[Int(slot)].link = freeSlot
         }
-        freeSlot = slot
+        freeSlot = UInt64(slot)
         count -= 1
     }
 

@@ -7,7 +7,7 @@ struct ObserverTable {
     /// What is observed.
     enum Target: Equatable {
         case countdown(Countdown)
-        case group(UInt32)
+        case group(UInt64)
         case all
     }
 
@@ -113,7 +113,7 @@ struct ObserverTable {
     }
 
     /// The keys and handlers of the live observations of group `group`.
-    func groupHandlers(_ group: UInt32) -> [(UInt64, @Sendable (GroupEvent) -> Void)] {
+    func groupHandlers(_ group: UInt64) -> [(UInt64, @Sendable (GroupEvent) -> Void)] {
         records.indices.compactMap { index in
             guard records[index].isLive, records[index].observer.target == .group(group),
                 case .group(let handler)? = handlers[index]

@@ -437,6 +437,35 @@ struct CountdownCenterTests {
         }
     }
 
+    @Test("groups past the 2^32nd: made without a trap, each its own, and a countdown in one ends in it")
+    func groupsPast32Bits() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        // As if the center had made 2^32 - 2 groups already.
+        center.state.withLock { $0.groupsMade = UInt64(UInt32.max) - 1 }
+        let groups = (0..<3).map { _ in center.makeGroup() }
+        #expect(groups.map(\.description) == ["group #4294967295", "group #4294967296", "group #4294967297"])
+        #expect(Set(groups).count == 3)
+        #expect(MemoryLayout<CountdownTable.Slot>.stride == 24)  // a countdown's slot, as documented
+        // The 2^32nd: its number's low 32 bits are 0, which a 32-bit slot
+        // would read as no group.
+        let countdown = center.add(remaining: .seconds(2), in: groups[1])
+        let log = Recorder()
+        var observations = try groups.enumerated().map { index, group in
+            try center.observe(group) { event in
+                if case .ended(let end) = event {
+                    log.append("group \(index): ended in \(end.group.map(\.description) ?? "none")")
+                }
+            }
+        }
+        try loop.advance(by: .seconds(3))
+        #expect(log.all == ["group 1: ended in group #4294967296"])
+        #expect(center.remaining(countdown) == nil)
+        for observation in observations { observation.cancel() }
+        observations.removeAll()
+        #expect(!center.isTicking)
+    }
+
     @Test("a trusted time base at Int64.min, the earliest server time a sample may give: groups and the whole center tick on their grids")
     func timeBaseAtInt64Min() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
