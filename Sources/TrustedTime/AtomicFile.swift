@@ -168,12 +168,13 @@ package enum AtomicFile {
         // Character with it, which a search for "/" would not find.
         let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        var directoryFD: Int32 = -1
-        repeat {
-            directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        } while directoryFD < 0 && errno == EINTR
-        guard directoryFD >= 0 else { return }
-        while fsync(directoryFD) != 0 && errno == EINTR {}
+        guard
+            let directoryFD = try? retrying({ () throws(SystemError) in
+                try SystemError.posix(
+                    open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC), "open")
+            })
+        else { return }
+        _ = try? retrying { () throws(SystemError) in try SystemError.posix(fsync(directoryFD), "fsync") }
         _ = close(directoryFD)  // read-only: closing cannot lose data
     }
 
