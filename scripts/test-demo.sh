@@ -355,6 +355,27 @@ check "the corrupt state file is left as it was" test "$(cat "$WORK/corrupt.stat
 check "... said again on standard error, status 1 ($status: $(cat "$WORK/corrupt.err"))" test "$status" -eq 1 -a \
     "$(cat "$WORK/corrupt.err")" = "timerkit demo: could not restore $WORK/corrupt.state: not a TimerKit cooldown state file (the file was left as it was)"
 
+# Not a regular file (a FIFO, through a link too; a device): said so, rather
+# than as the library's EINVAL, and left as it is. A path through a regular
+# file (ENOTDIR) names nothing, so nothing is "left as it was".
+mkfifo "$WORK/fifo.state"
+ln -s "$WORK/fifo.state" "$WORK/fifo-link.state"
+for state in "$WORK/fifo.state:a FIFO" "$WORK/fifo-link.state:a FIFO" "/dev/null:a character device"; do
+    status=0
+    out=$("$TIMERKIT" demo --print-after 0.2 --state "${state%%:*}" 2>"$WORK/kind.err") || status=$?
+    check "state ${state%%:*}: the screen says it is ${state#*:} ($(grep '^could not restore' <<<"$out"))" \
+        grep -qxF "could not restore ${state%%:*}: not a regular file: it is ${state#*:} (left as it is: a code sent is not saved)" <<<"$out"
+    check "... and standard error, status 1 ($status: $(cat "$WORK/kind.err"))" test "$status" -eq 1 -a \
+        "$(cat "$WORK/kind.err")" = "timerkit demo: could not restore ${state%%:*}: not a regular file: it is ${state#*:} (the file was left as it was)"
+done
+check "the FIFO is still a FIFO" test -p "$WORK/fifo.state" -a -h "$WORK/fifo-link.state"
+status=0
+out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state/x" 2>"$WORK/notdir.err") || status=$?
+check "a path through a file: the screen says a code sent is not saved, not that a file is left" \
+    grep -qE '^could not restore .*corrupt.state/x: stat failed: Not a directory \(ENOTDIR\) \(a code sent is not saved\)$' <<<"$out"
+check "... standard error names no file left as it was ($status: $(cat "$WORK/notdir.err"))" test "$status" -eq 1 -a \
+    "$(cat "$WORK/notdir.err")" = "timerkit demo: could not restore $WORK/corrupt.state/x: stat failed: Not a directory (ENOTDIR)"
+
 # A state file that cannot be restored (corrupt; unreadable, unless root
 # reads it all the same) is never saved over: a code sent runs unsaved,
 # and at exit both are said, with status 1; the file is as it was.

@@ -376,16 +376,32 @@ echo
 log "state files: a foreign file, a symbolic link"
 FOREIGN=$WORK/notes.txt
 printf 'precious notes\n' >"$FOREIGN"
-status=0
-run_probe "" --server localhost --port "$PORT" --samples 1 --timeout-ms 1000 --json --state "$FOREIGN" ||
-    status=$?
-echo "      $OUT"
-check "a foreign --state file: status 1 (got $status)" test "$status" -eq 1
+# probe_state FILE: one sample, with --state FILE; sets OUT and STATUS.
+probe_state() {
+    STATUS=0
+    run_probe "" --server localhost --port "$PORT" --samples 1 --timeout-ms 1000 --json --state "$1" ||
+        STATUS=$?
+    echo "      $OUT"
+}
+probe_state "$FOREIGN"
+check "a foreign --state file: status 1 (got $STATUS)" test "$STATUS" -eq 1
 check "a foreign --state file: not restored" \
     test "$(field "$OUT" restore)" = "error: not a TimerKit trusted-time state file"
 check "a foreign --state file: not saved over, and said so" \
     test "$(field "$OUT" save_error)" = "not saved: the file could not be restored, and is left as it is"
 check "a foreign --state file: left as it was" test "$(cat "$FOREIGN")" = "precious notes"
+# Not a regular file: named for what it is (the library refuses it with
+# EINVAL), left as it is. A path through a regular file names nothing, so
+# nothing is said to be left.
+mkfifo "$WORK/fifo.state"
+probe_state "$WORK/fifo.state"
+check "a FIFO --state: status 1 (got $STATUS), named as a FIFO" \
+    test "$STATUS" -eq 1 -a "$(field "$OUT" restore)" = "error: not a regular file: it is a FIFO"
+check "a FIFO --state: not saved over, and still a FIFO" \
+    test "$(field "$OUT" save_error)" = "not saved: the file could not be restored, and is left as it is" -a -p "$WORK/fifo.state"
+probe_state "$FOREIGN/x"
+check "a --state path through a file: status 1 (got $STATUS), not saved, no file said to be left" \
+    test "$STATUS" -eq 1 -a "$(field "$OUT" save_error)" = "not saved: the file could not be restored"
 LINK=$WORK/link.state
 ln -s trusted.state "$LINK"
 before=$(cksum <"$STATE")

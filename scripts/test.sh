@@ -557,6 +557,10 @@ timerkit_refuses() {
 }
 timerkit_refuses "no command given"
 timerkit_refuses "unknown command bogus" bogus
+# `timerkit help COMMAND` is `timerkit COMMAND --help`; anything else after
+# it is refused, not ignored.
+timerkit_refuses "unknown command bogus" help bogus
+timerkit_refuses "--help takes at most one command" --help fps extra
 # An argument that is not UTF-8 text is refused, its stray bytes shown as
 # \xHH: read with repairs, a path would name another file.
 timerkit_refuses 'argument 3 is not UTF-8 text: /tmp/x\xFF\\\e' demo --state $'/tmp/x\xff\\\e'
@@ -573,6 +577,11 @@ subcommand_refuses() {
     PASSED=$((PASSED + 1))
 }
 subcommand_refuses "unknown option --json" clocks --json
+# Numbers are decimal, as the usages show them: C's other forms (hex,
+# exponents, inf, nan), which Double(_:) takes, are refused.
+subcommand_refuses "--seconds needs 0.1 to 86400 seconds" fps --seconds 0x10
+subcommand_refuses "--rate needs 1 to 1000 frames per second" fps --rate 1e2
+subcommand_refuses "--print-after needs a number of seconds, 0 to 86400" demo --print-after inf
 subcommand_refuses "unknown option now" clocks now --help
 # An argument is outside text: shown with its control characters escaped,
 # never acted on by the terminal that shows standard error.
@@ -590,6 +599,14 @@ for help in --help -h; do
     help_output=$(.build/release/timerkit clocks "$help") || help_status=$?
     [ "$help_status" -eq 0 ] && [ "$(head -n 1 <<<"$help_output")" = "usage: timerkit clocks" ] ||
         fail "timerkit clocks $help did not print its usage with status 0 (status $help_status: $help_output)"
+    PASSED=$((PASSED + 1))
+done
+for help in "help fps" "--help fps"; do
+    help_status=0
+    # shellcheck disable=SC2086 # the two words
+    help_output=$(.build/release/timerkit $help) || help_status=$?
+    [ "$help_status" -eq 0 ] && [ "$(head -n 1 <<<"$help_output")" = "usage: timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]" ] ||
+        fail "timerkit $help did not print fps's usage with status 0 (status $help_status: $help_output)"
     PASSED=$((PASSED + 1))
 done
 help_status=0
@@ -665,7 +682,7 @@ PASSED=$((PASSED + 3))
     fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
 PASSED=$((PASSED + 1))
 rm -rf "$TIMERKIT_SCRATCH"
-end_stage "timerkit ran; --help and clocks --help, 10 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
+end_stage "timerkit ran; --help, help fps and clocks --help, 19 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

@@ -85,7 +85,7 @@ enum DemoCommand: Subcommand {
                 else { return usageError("--code-seconds needs a whole number of seconds, 1 to 86400 (a day)") }
                 options.codeSeconds = seconds
             case "--print-after":
-                guard let value = rest.popFirst(), let seconds = Double(value), (0...86_400).contains(seconds)
+                guard let value = rest.popFirst(), let seconds = decimalNumber(value), (0...86_400).contains(seconds)
                 else { return usageError("--print-after needs a number of seconds, 0 to 86400") }
                 options.printAfter = seconds
             case "-h", "--help":
@@ -191,7 +191,7 @@ private final class Demo: @unchecked Sendable {
             // First run.
         } catch {
             restoreFailure = error
-            say("could not restore \(printable: options.statePath): \(printable: error) (left as it is: a code sent is not saved)")
+            say("could not restore \(printable: options.statePath): \(printable: restoreFailureText(options.statePath, error)) (\(somethingIsAt(options.statePath) ? "left as it is: " : "")a code sent is not saved)")
         }
         try startTimers()
         if let after = options.printAfter {
@@ -232,8 +232,12 @@ private final class Demo: @unchecked Sendable {
     /// would not find. Returns the exit status: 1 after either, else 0.
     private func reportStateFailures() -> Int32 {
         if let restoreFailure {
+            // Only a file that is there was left as it was: a path through a
+            // file (ENOTDIR), say, names none.
+            var status = stat()
+            let left = lstat(options.statePath, &status) == 0 ? " (the file was left as it was)" : ""
             printError(
-                "timerkit demo: could not restore \(printable: options.statePath): \(printable: restoreFailure) (the file was left as it was)")
+                "timerkit demo: could not restore \(printable: options.statePath): \(printable: restoreFailureText(options.statePath, restoreFailure))\(left)")
         }
         if let saveFailure {
             printError(

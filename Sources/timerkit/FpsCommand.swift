@@ -39,7 +39,7 @@ enum FpsCommand: Subcommand {
         var options = Options()
         var rest = arguments
         func number(_ name: String, _ range: ClosedRange<Double>) -> Double? {
-            guard let text = rest.popFirst(), let value = Double(text), range.contains(value) else {
+            guard let text = rest.popFirst(), let value = decimalNumber(text), range.contains(value) else {
                 return nil
             }
             return value

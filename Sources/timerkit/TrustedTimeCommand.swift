@@ -139,7 +139,7 @@ enum TrustedTimeCommand: Subcommand {
                 if case .stateFileNotFound = error {
                     fields.append(("restore", .string("no saved state")))
                 } else {
-                    fields.append(("restore", .string("error: \(error)")))
+                    fields.append(("restore", .string("error: \(restoreFailureText(path, error))")))
                     failed = true
                     restoreFailed = true
                 }
@@ -210,7 +210,10 @@ enum TrustedTimeCommand: Subcommand {
 
         if let path = options.statePath, options.sync, clock.isSynced {
             if restoreFailed {
-                fields.append(("save_error", .string("not saved: the file could not be restored, and is left as it is")))
+                fields.append(("save_error", .string(
+                    somethingIsAt(path)
+                        ? "not saved: the file could not be restored, and is left as it is"
+                        : "not saved: the file could not be restored")))
             } else {
                 do throws(TrustedTimeError) {
                     try clock.save(to: path)

@@ -18,7 +18,7 @@ let usage = """
                                  [--state FILE] [--json]
            timerkit trusted-time --no-sync [--state FILE] [--json]
            timerkit trusted-time --clocks
-           timerkit COMMAND --help           the command's own usage
+           timerkit COMMAND --help           the command's own usage (or: timerkit help COMMAND)
 
       clocks   every clock's reading and resolution (TimerKit's clocks and the C core), the
                boot id, this thread's timer slack, and BOOTTIME - MONOTONIC (time suspended)
@@ -53,8 +53,17 @@ func runCommand(_ arguments: [String]) -> Int32 {
     case "fps":
         return FpsCommand.run(arguments.dropFirst())
     case "-h", "--help", "help":
-        Output.write(usage)
-        return 0
+        // `timerkit help demo` is `timerkit demo --help`, as with git.
+        let rest = arguments.dropFirst()
+        guard let named = rest.first else {
+            Output.write(usage)
+            return 0
+        }
+        guard rest.count == 1 else { return refuse("\(printable: command) takes at most one command") }
+        guard ["clocks", "trusted-time", "demo", "fps"].contains(named) else {
+            return refuse("unknown command \(printable: named)")
+        }
+        return runCommand([named, "--help"])
     default:
         return refuse("unknown command \(printable: command)")
     }
