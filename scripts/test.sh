@@ -609,11 +609,14 @@ for help in "help fps" "--help fps"; do
         fail "timerkit $help did not print fps's usage with status 0 (status $help_status: $help_output)"
     PASSED=$((PASSED + 1))
 done
-help_status=0
-help_output=$(.build/release/timerkit --help) || help_status=$?
-[ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
-    fail "timerkit --help did not print the usage with status 0 (status $help_status)"
-PASSED=$((PASSED + 1))
+for help in "--help" "help help"; do
+    help_status=0
+    # shellcheck disable=SC2086 # one or two words
+    help_output=$(.build/release/timerkit $help) || help_status=$?
+    [ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
+        fail "timerkit $help did not print the usage with status 0 (status $help_status)"
+    PASSED=$((PASSED + 1))
+done
 
 # Output that cannot be written (a full disk, a closed descriptor, a pipe
 # whose reader left while SIGPIPE is ignored) is said once on standard

@@ -232,10 +232,7 @@ private final class Demo: @unchecked Sendable {
     /// would not find. Returns the exit status: 1 after either, else 0.
     private func reportStateFailures() -> Int32 {
         if let restoreFailure {
-            // Only a file that is there was left as it was: a path through a
-            // file (ENOTDIR), say, names none.
-            var status = stat()
-            let left = lstat(options.statePath, &status) == 0 ? " (the file was left as it was)" : ""
+            let left = somethingIsAt(options.statePath) ? " (the file was left as it was)" : ""
             printError(
                 "timerkit demo: could not restore \(printable: options.statePath): \(printable: restoreFailureText(options.statePath, restoreFailure))\(left)")
         }

@@ -55,11 +55,12 @@ func runCommand(_ arguments: [String]) -> Int32 {
     case "-h", "--help", "help":
         // `timerkit help demo` is `timerkit demo --help`, as with git.
         let rest = arguments.dropFirst()
-        guard let named = rest.first else {
+        guard rest.count <= 1 else { return refuse("\(printable: command) takes at most one command") }
+        // `timerkit help help` is this usage too.
+        guard let named = rest.first, !["-h", "--help", "help"].contains(named) else {
             Output.write(usage)
             return 0
         }
-        guard rest.count == 1 else { return refuse("\(printable: command) takes at most one command") }
         guard ["clocks", "trusted-time", "demo", "fps"].contains(named) else {
             return refuse("unknown command \(printable: named)")
         }
