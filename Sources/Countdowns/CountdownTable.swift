@@ -12,7 +12,10 @@ struct CountdownTable {
         fileprivate var link: UInt64
         /// Odd while the slot is live: moved on when the slot is taken and
         /// when it is freed, so a handle, which carries the generation its
-        /// slot had when taken, is valid while it matches.
+        /// slot had when taken, is valid while it matches. A slot goes
+        /// through 2^31 live generations before one comes back, so a handle
+        /// kept across that many reuses of its slot would name the countdown
+        /// there then.
         var generation: UInt32
         /// How many observations watch this countdown.
         var observers: UInt32
@@ -40,13 +43,12 @@ struct CountdownTable {
                 slots[Int(slot)].end = end
                 slots[Int(slot)].link = group
                 slots[Int(slot)].observers = 0
-                // Even (free) to odd (live); wrapping past UInt32.max lands
-                // on 0, then 1.
+                // Even (free) to odd (live).
                 slots[Int(slot)].generation &+= 1
                 return (slot, slots[Int(slot)].generation)
             }
         }
-        precondition(slots.count < Int(UInt32.max), "a countdown center holds fewer than 2^32 - 1 countdowns")
+        precondition(slots.count < Int(UInt32.max), "a countdown center holds fewer than 2^32 countdowns")
         count += 1
         slots.append(Slot(end: end, link: group, generation: 1, observers: 0))
         return (UInt32(slots.count - 1), 1)
@@ -56,7 +58,7 @@ struct CountdownTable {
     /// nothing from now on.
     mutating func free(_ slot: UInt32) {
         slots.withUnsafeMutableBufferPointer { slots in
-            // Odd (live) to even (free).
+            // Odd (live) to even (free): from UInt32.max, to 0.
             slots[Int(slot)].generation &+= 1
             slots[Int(slot)].link = freeSlot
         }
