@@ -45,7 +45,8 @@ import TrustedTime
 /// than it should, never earlier. Either way it has at most its duration
 /// left: server time that reads earlier than at the save (a server that
 /// was wrong then, or is now) does not lengthen it. (A restart in the same
-/// boot needs neither: the boot-clock end still holds.)
+/// boot needs neither: the boot-clock end still holds, and it too ends at
+/// most its duration after the save.)
 ///
 /// **Keys** are told apart by their UTF-8 bytes, as the file holds them and
 /// as Linux tells file names apart, not by Swift's `String` equality: "é"
@@ -412,7 +413,15 @@ public final class Cooldowns: Sendable {
         }
         var restored = 0
         for entry in contents.entries where entry.end > now {
-            if resume(key: entry.key, end: entry.end, duration: entry.duration) { restored += 1 }
+            // No save writes an end more than its duration after the save
+            // (a cooldown starts before the save that holds it; the 1 ns is
+            // what rounding an end up to a whole nanosecond adds to a
+            // duration that the file holds rounded down). One that does, in
+            // a file made by hand, ends that long after the save, as a
+            // cooldown restored after a reboot has at most its duration left.
+            let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
+            guard end > now else { continue }
+            if resume(key: entry.key, end: end, duration: entry.duration) { restored += 1 }
         }
         fileRead = true
         return .sameBoot(restored: restored)

@@ -276,6 +276,30 @@ struct CooldownsTests {
         #expect(cooldowns2.remaining(key: "code") == .seconds(60))
     }
 
+    @Test("in the same boot, a file whose end lies more than its duration after the save: at most the duration (and 1 ns) from the save")
+    func sameBootEndPastDuration() throws {
+        let path = temporaryPath("state")
+        // No save writes such a file (a cooldown starts before the save
+        // that holds it): saved at 5,000 s, "k" 10 s long but ending at
+        // 9,000 s; "ok" as a save writes it.
+        func entry(_ key: String, end: Int64, duration: Int64) -> CooldownStateFile.Entry {
+            .init(key: key, end: BootClock.Instant(offset: .seconds(end)), duration: .seconds(duration), trustedEnd: nil)
+        }
+        try AtomicFile.write(
+            CooldownStateFile.encode(CooldownStateFile.Contents(
+                bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(5_000)),
+                entries: [entry("k", end: 9_000, duration: 10), entry("ok", end: 5_020, duration: 30)])),
+            to: path)
+        let (_, _, cooldowns) = try process(boot: .seconds(5_004), bootID: "boot-a", path: path)
+        #expect(try cooldowns.restore() == .sameBoot(restored: 2))
+        #expect(cooldowns.remaining(key: "k") == .seconds(6) + .nanoseconds(1))
+        #expect(cooldowns.remaining(key: "ok") == .seconds(16))
+        // Past the capped end: "k" is not restored at all.
+        let (_, _, later) = try process(boot: .seconds(5_011), bootID: "boot-a", path: path)
+        #expect(try later.restore() == .sameBoot(restored: 1))
+        #expect(later.remaining(key: "k") == nil)
+    }
+
     @Test("a file that cannot be used gives a typed error and changes nothing")
     func unusableFiles() throws {
         let path = temporaryPath("state")
