@@ -594,29 +594,24 @@ subcommand_refuses "--no-sync asks no server: --server is refused" trusted-time 
 subcommand_refuses "--no-sync asks no server: --timeout-ms is refused" trusted-time --timeout-ms 100 --no-sync
 subcommand_refuses "--timeout-ms needs a number of milliseconds, 1 to 60000" \
     trusted-time --server localhost --timeout-ms 9223372036854775807
-for help in --help -h; do
-    help_status=0
-    help_output=$(.build/release/timerkit clocks "$help") || help_status=$?
-    [ "$help_status" -eq 0 ] && [ "$(head -n 1 <<<"$help_output")" = "usage: timerkit clocks" ] ||
-        fail "timerkit clocks $help did not print its usage with status 0 (status $help_status: $help_output)"
+# prints_usage FIRST_LINE ARGUMENT...: timerkit with these arguments prints a
+# usage whose first line is FIRST_LINE, with status 0.
+prints_usage() {
+    local first=$1 status=0 output
+    shift
+    output=$(.build/release/timerkit "$@") || status=$?
+    [ "$status" -eq 0 ] && [ "$(head -n 1 <<<"$output")" = "$first" ] ||
+        fail "timerkit $* did not print the usage '$first...' with status 0 (status $status: $output)"
     PASSED=$((PASSED + 1))
-done
-for help in "help fps" "--help fps"; do
-    help_status=0
-    # shellcheck disable=SC2086 # the two words
-    help_output=$(.build/release/timerkit $help) || help_status=$?
-    [ "$help_status" -eq 0 ] && [ "$(head -n 1 <<<"$help_output")" = "usage: timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]" ] ||
-        fail "timerkit $help did not print fps's usage with status 0 (status $help_status: $help_output)"
-    PASSED=$((PASSED + 1))
-done
-for help in "--help" "help help"; do
-    help_status=0
-    # shellcheck disable=SC2086 # one or two words
-    help_output=$(.build/release/timerkit $help) || help_status=$?
-    [ "$help_status" -eq 0 ] && grep -q '^usage: timerkit clocks' <<<"$help_output" ||
-        fail "timerkit $help did not print the usage with status 0 (status $help_status)"
-    PASSED=$((PASSED + 1))
-done
+}
+prints_usage "usage: timerkit clocks" clocks --help
+prints_usage "usage: timerkit clocks" clocks -h
+# `timerkit help fps` is `timerkit fps --help`; `help help` the general usage.
+FPS_USAGE="usage: timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]"
+prints_usage "$FPS_USAGE" help fps
+prints_usage "$FPS_USAGE" --help fps
+prints_usage "usage: timerkit clocks" --help
+prints_usage "usage: timerkit clocks" help help
 
 # Output that cannot be written (a full disk, a closed descriptor, a pipe
 # whose reader left while SIGPIPE is ignored) is said once on standard
