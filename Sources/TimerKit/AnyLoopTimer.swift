@@ -284,15 +284,16 @@ public class AnyLoopTimer: @unchecked Sendable {
             if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_fire") }
             return
         }
-        runAction(0)
-        if !repeats { invalidate() }
+        guard let repeats = runActionIfValid(0), !repeats else { return }
+        invalidate()
     }
 
     /// Stops the timer for good: no call of its action starts after this
-    /// returns, and the loop lets go of it. Idempotent, and safe from any
-    /// thread, including from the timer's own action. (It does not wait: if
-    /// the loop's thread is running the action at that moment, that call
-    /// finishes.)
+    /// returns, the loop lets go of it, and it lets go of its action (and
+    /// what the action captures). Idempotent, and safe from any thread,
+    /// including from the timer's own action. (It does not wait: if the
+    /// loop's thread is running the action at that moment, that call
+    /// finishes, holding the action until it returns.)
     ///
     /// The corresponding C function is `tk_loop_cancel_record` (which is
     /// `tk_loop_cancel` handing the loop's reference back, with the timer
@@ -303,12 +304,14 @@ public class AnyLoopTimer: @unchecked Sendable {
         // The C loop holds a reference to this timer and lets go of it once
         // no callback can be given it any more. An action already past the
         // validity check in `fired` may finish.
-        let loop = withState { state in
+        let (loop, ended) = withState { state in
+            let ended = state.isValid
             let taken = state.loop
             state.isValid = false
             state.loop = nil
-            return taken
+            return (taken, ended)
         }
+        if ended { letGoOfAction() }
         guard let loop else { return }
         // The record names the timer: it is this timer's until the loop is
         // done with it, and nothing schedules it again once it is invalid.
@@ -328,8 +331,21 @@ public class AnyLoopTimer: @unchecked Sendable {
 
     // MARK: The C side
 
-    /// Runs the action (overridden by ``LoopTimer``, which knows its type).
-    func runAction(_ missed: UInt64) {
+    /// Runs the action if the timer is valid, and returns whether the timer
+    /// repeats, read with the validity before the action ran; `nil` if it
+    /// was not valid, and nothing ran (overridden by ``LoopTimer``, which
+    /// knows the action's type).
+    func runActionIfValid(_ missed: UInt64) -> Bool? {
+        preconditionFailure("every AnyLoopTimer is a LoopTimer")
+    }
+
+    /// Lets go of the action, so that a timer that can no longer fire keeps
+    /// nothing its action captures (overridden by ``LoopTimer``, which
+    /// holds the action). Called once, by the call that made the timer
+    /// invalid, after it let go of the lock: the action is only read under
+    /// the lock while the timer is valid, so no read can come after, and
+    /// what the action captures may have a deinit that uses this timer.
+    func letGoOfAction() {
         preconditionFailure("every AnyLoopTimer is a LoopTimer")
     }
 
@@ -436,18 +452,17 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// Runs the action for one fire of the C timer `id`, unless the timer was
     /// invalidated since the C core picked it (from another thread).
     private func fired(_ id: tk_timer_id, _ missed: UInt64) {
-        let (valid, repeating) = withState { ($0.isValid, $0.interval > 0) }
-        guard valid else { return }
-        runAction(missed)
-        guard !repeating else { return }
+        guard let repeating = runActionIfValid(missed), !repeating else { return }
         // A one-shot timer is done unless its action scheduled it again; the
         // loop releases it when this call returns.
-        withState { state in
-            guard state.id == id, let loop = state.loop else { return }
-            if loop.timerInfo(id) != nil { return }
+        let ended = withState { state in
+            guard state.id == id, state.isValid, let loop = state.loop else { return false }
+            if loop.timerInfo(id) != nil { return false }
             state.isValid = false
             state.loop = nil
+            return true
         }
+        if ended { letGoOfAction() }
     }
 }
 

@@ -34,9 +34,11 @@ import Musl
 /// rate down while frames are being dropped (a time in another mode among
 /// them), and back up when the work allows (see ``FrameRateRange``).
 ///
-/// The loop keeps the ticker alive until ``invalidate()``, and the ticker
-/// keeps what its action captures: capture `[weak self]`, or use
+/// The loop keeps the ticker alive until ``invalidate()``, and until then
+/// the ticker keeps what its action captures: capture `[weak self]`, or use
 /// ``init(on:rate:in:paused:target:action:)``, which holds its target weakly.
+/// An invalidated ticker lets go of its action, as `CADisplayLink` lets go
+/// of its target.
 ///
 /// On a manual loop (``TimerLoop/manual(startingAt:)``) the frames follow
 /// the manual time: advancing it delivers exactly the frames of the span.
@@ -83,11 +85,16 @@ public final class FrameTicker: @unchecked Sendable {
     /// The loop the ticker runs on.
     public let loop: TimerLoop
 
-    private let action: Action
+    /// The C ticker and the action; both `nil` once invalidated. Every call
+    /// into the C ticker holds the lock, so none can reach a ticker
+    /// `invalidate()` has let go of; an invalidated ticker lets go of its
+    /// action, and so of what it captures.
+    private let held: ThreadLocked<Held>
 
-    /// The C ticker; `nil` once invalidated. Every call into it holds the
-    /// lock, so none can reach a ticker `invalidate()` has let go of.
-    private let ticker = ThreadLocked<OpaquePointer?>(nil)
+    private struct Held {
+        var ticker: OpaquePointer?
+        var action: Action?
+    }
 
     /// Creates a ticker on `loop` and starts it (unless `paused`): its first
     /// frame is due one period from now.
@@ -111,7 +118,7 @@ public final class FrameTicker: @unchecked Sendable {
         _ action: @escaping Action
     ) throws(TimerError) {
         self.loop = loop
-        self.action = action
+        self.held = ThreadLocked(Held(ticker: nil, action: action))
         if loop.hasFailed, let failure = loop.failure { throw failure }
         var spec = tk_frame_ticker_spec(
             rate: rate.rawRange, modes: try loop.modeSet(modes),
@@ -121,14 +128,14 @@ public final class FrameTicker: @unchecked Sendable {
         let context = Unmanaged.passRetained(self)
         // Created under the lock, so that a first frame that comes before
         // this returns (and calls invalidate(), say) finds the handle.
-        let result = ticker.withLock { handle in
+        let result = held.withLock { held in
             tk_frame_ticker_create(
                 loop.handle, &spec,
                 { _, _, frame, context in
                     Unmanaged<FrameTicker>.fromOpaque(context!).takeUnretainedValue()
                         .deliver(frame!.pointee)
                 },
-                context.toOpaque(), &handle)
+                context.toOpaque(), &held.ticker)
         }
         if result < 0 {
             context.release()
@@ -172,14 +179,17 @@ public final class FrameTicker: @unchecked Sendable {
     }
 
     private func deliver(_ frame: tk_frame) {
+        // Read under the lock and held while it runs: an invalidate, from
+        // another thread or from the action, lets go of the ticker's copy.
+        guard let action = held.withLock({ $0.action }) else { return }
         action(self, Frame(frame))
     }
 
     // MARK: State
 
     private func info() -> tk_frame_ticker_info? {
-        ticker.withLock { handle in
-            guard let handle else { return nil }
+        held.withLock { held in
+            guard let handle = held.ticker else { return nil }
             var info = tk_frame_ticker_info()
             SystemError.expectSuccess(tk_frame_ticker_get_info(handle, &info), "tk_frame_ticker_get_info")
             return info
@@ -189,7 +199,7 @@ public final class FrameTicker: @unchecked Sendable {
     /// Whether the ticker can still deliver frames: false after
     /// ``invalidate()``.
     public var isValid: Bool {
-        ticker.withLock { $0 != nil }
+        held.withLock { $0.ticker != nil }
     }
 
     /// Whether frames are paused. While paused, the ticker costs the loop
@@ -252,8 +262,8 @@ public final class FrameTicker: @unchecked Sendable {
     }
 
     private func withTicker(_ body: (OpaquePointer) throws(TimerError) -> Void) throws(TimerError) {
-        try ticker.withLock { (handle) throws(TimerError) in
-            guard let handle else { throw .invalidated }
+        try held.withLock { (held) throws(TimerError) in
+            guard let handle = held.ticker else { throw .invalidated }
             try body(handle)
         }
     }
@@ -299,15 +309,19 @@ public final class FrameTicker: @unchecked Sendable {
     }
 
     /// Stops the ticker for good: no frame starts after this returns (one
-    /// the loop's thread has already begun finishes), and the loop lets go
-    /// of the ticker. Idempotent; safe from any thread and from the action.
+    /// the loop's thread has already begun finishes), the loop lets go of
+    /// the ticker, and the ticker lets go of its action (and what the action
+    /// captures). Idempotent; safe from any thread and from the action.
     ///
     /// The corresponding C function is `tk_frame_ticker_destroy`.
     public func invalidate() {
-        let handle = ticker.withLock { handle in
-            defer { handle = nil }
-            return handle
+        let (handle, action) = held.withLock { held in
+            defer { held = Held(ticker: nil, action: nil) }
+            return (held.ticker, held.action)
         }
+        // Released here, with the lock let go: what the action captures may
+        // have a deinit that uses this ticker.
+        _ = consume action
         guard let handle else { return }
         SystemError.expectSuccess(tk_frame_ticker_destroy(handle), "tk_frame_ticker_destroy")
     }

@@ -32,7 +32,11 @@ import CTimerCore
 /// `Timer`), and it keeps alive what its action captures. To avoid the
 /// loop → timer → owner cycle, capture `[weak self]`, or give the timer a
 /// target it holds weakly with
-/// ``init(after:repeating:tolerance:clock:target:action:)``.
+/// ``init(after:repeating:tolerance:clock:target:action:)``. Once it can no
+/// longer fire (invalidated, or a one-shot that has fired), a timer lets go
+/// of its action, and so of what the action captures, as `Timer` lets go of
+/// its target: an owner that keeps its invalidated timer is not kept alive
+/// by it.
 ///
 /// Thread safety: every method may be called from any thread. The action runs
 /// on the thread running the loop, which is why it must be `@Sendable`.
@@ -41,7 +45,14 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
     /// of a repeating timer were skipped (0 when on time).
     public typealias Action = @Sendable (LoopTimer<Clock>, UInt64) -> Void
 
-    let action: Action
+    /// The action, until the timer can no longer fire: an invalidated
+    /// timer (and a one-shot once it has fired) lets go of it, and so of
+    /// what it captures, as `Timer` lets go of its target. Read under the
+    /// timer's lock and only while the timer is valid; set to `nil` once, by
+    /// the call that made the timer invalid, after it let go of the lock,
+    /// when no read can come any more (see `letGoOfAction()`). The runtime's
+    /// exclusivity bookkeeping would only add cost.
+    @exclusivity(unchecked) private var action: Action?
 
     /// Creates an unscheduled timer that fires `delay` after it is added to a
     /// loop, then every `interval` if one is given.
@@ -154,8 +165,20 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
         }
     }
 
-    override func runAction(_ missed: UInt64) {
+    override func runActionIfValid(_ missed: UInt64) -> Bool? {
+        // Read under the lock, and held here while it runs: an invalidate
+        // from another thread, or from the action itself, lets go of the
+        // timer's copy only.
+        let (action, repeats) = withState { state in
+            state.isValid ? (self.action, state.interval > 0) : (nil, false)
+        }
+        guard let action else { return nil }
         action(self, missed)
+        return repeats
+    }
+
+    override func letGoOfAction() {
+        action = nil
     }
 }
 

@@ -191,7 +191,9 @@ extension TimerLoop {
 
     /// Runs `action` after `delay` on the loop's thread, while the loop runs
     /// in `mode`. The loop holds `action` (and what it captures) until it
-    /// runs or is cancelled.
+    /// runs or is cancelled; then the request lets go of it too, so a
+    /// request kept by an object its action captures does not keep that
+    /// object alive.
     ///
     /// - Throws: a mode error, or ``TimerError/system(_:)``.
     @discardableResult
