@@ -22,8 +22,11 @@ public struct CountdownEnd: Sendable, Hashable {
     public var countdown: Countdown
     /// Its group, if it had one.
     public var group: CountdownGroup?
-    /// How long after its end the event was delivered: about zero, unless
-    /// the loop was busy or the machine was suspended at the end.
+    /// How long after its end the event was delivered, on the center's
+    /// time: about zero, unless the loop was busy or the machine was
+    /// suspended at the end, a re-sync moved server time forward past the
+    /// end, or the countdown was added with its end already past (then it
+    /// is how long past).
     public var lateness: Duration
 }
 

@@ -27,7 +27,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidInterval(Duration)
     /// A tolerance must not be negative.
     case negativeTolerance(Duration)
-    /// The timer was invalidated; an invalidated timer cannot be scheduled again.
+    /// The timer (or ``FrameTicker``) was invalidated, or, a one-shot timer,
+    /// has fired: it cannot be scheduled or changed any more.
     case invalidated
     /// The timer is already scheduled on another loop.
     case scheduledOnAnotherLoop
@@ -100,7 +101,7 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .negativeTolerance(let tolerance):
             "a tolerance must not be negative, not \(tolerance)"
         case .invalidated:
-            "the timer was invalidated and cannot be scheduled again"
+            "the timer was invalidated (or, a one-shot, has fired): it cannot be scheduled or changed any more"
         case .scheduledOnAnotherLoop:
             "the timer is already scheduled on another loop"
         case .busy:
