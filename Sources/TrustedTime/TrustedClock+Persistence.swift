@@ -21,6 +21,9 @@ extension TrustedClock {
     /// succeeds all the same, and a crash soon after may bring back the old
     /// file.)
     ///
+    /// The file holds up to 64 samples: a clock that keeps more saves the
+    /// one in use and the 63 most recent others.
+    ///
     /// The file is small (136 bytes plus 48 per sample) and binary: magic,
     /// format version, length, boot id, the fields, and a CRC-32 (the layout
     /// is documented in TrustedClockStateFile.swift).
@@ -74,8 +77,11 @@ extension TrustedClock {
     ///
     /// Saved in this boot: the samples join the clock's (the best one wins,
     /// as after a sync) and trusted time continues without a new sync, its
-    /// error bound grown by the drift allowance for the time since. Saved in
-    /// another boot: nothing is restored (``RestoreOutcome/fromAnotherBoot``).
+    /// error bound grown by the drift allowance for the time since. A
+    /// wall-clock change the file holds as pending comes back unless the
+    /// clock has a sample of its own from after the save: a sync ends a
+    /// pending change. Saved in another boot: nothing is restored
+    /// (``RestoreOutcome/fromAnotherBoot``).
     ///
     /// A file that cannot be used changes nothing and throws:
     /// ``TrustedTimeError/stateFileNotFound(_:)``,
@@ -111,7 +117,23 @@ extension TrustedClock {
                 acceptedOffset: snapshot.acceptedOffset,
                 unsyncedBaseline: snapshot.unsyncedBaseline,
                 pendingChange: snapshot.pendingChange,
-                samples: snapshot.samples))
+                samples: Self.samplesToSave(snapshot.samples, best: snapshot.best)))
+    }
+
+    /// The samples a state file holds: all of them, or, when the clock keeps
+    /// more than a file holds (``Configuration/maximumSamples`` above 64),
+    /// the one in use and the most recent others, in the clock's order: a
+    /// restore then uses the sample the clock used.
+    static func samplesToSave(_ samples: [TimeSample], best: TimeSample?) -> [TimeSample] {
+        let room = TrustedClockStateFile.maximumSamples
+        guard samples.count > room else { return samples }
+        var kept = Array(samples.suffix(room))
+        // The best sample, if not among the most recent, came before them all.
+        if let best, !kept.contains(best) {
+            kept.removeFirst()
+            kept.insert(best, at: 0)
+        }
+        return kept
     }
 
     /// Restores from the saved form; changes nothing if it throws.
@@ -130,6 +152,11 @@ extension TrustedClock {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
         state.withLock { state in
+            // A sync since the save ended the change the file holds as
+            // pending (a sync ends a pending change).
+            let syncedSinceSave = state.samples.contains {
+                $0.receivedAt > contents.savedAtBoot && !contents.samples.contains($0)
+            }
             var merged = state.samples
             for sample in contents.samples where !merged.contains(sample) {
                 merged.append(sample)
@@ -144,7 +171,7 @@ extension TrustedClock {
             state.staleStateRejected = false
             if state.acceptedOffset == nil { state.acceptedOffset = contents.acceptedOffset }
             if state.unsyncedBaseline == nil { state.unsyncedBaseline = contents.unsyncedBaseline }
-            if state.pendingChange == nil { state.pendingChange = contents.pendingChange }
+            if state.pendingChange == nil && !syncedSinceSave { state.pendingChange = contents.pendingChange }
         }
         samplesChanged()
         return .restored(samples: contents.samples.count)

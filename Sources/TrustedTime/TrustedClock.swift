@@ -70,7 +70,8 @@ public final class TrustedClock: Clock, Sendable {
         /// then saturates at `Int64.max` nanoseconds, added to the sample's
         /// own bound.
         public var driftPartsPerMillion: Int64
-        /// How many recent samples are kept (at least 1).
+        /// How many recent samples are kept (at least 1). A state file
+        /// (``TrustedClock/save(to:)``) holds up to 64 of them.
         public var maximumSamples: Int
         /// How far `wall − trusted` may move before a ``WallClockChange`` is
         /// raised (at least 0: a negative threshold is taken as 0).
@@ -373,8 +374,9 @@ public final class TrustedClock: Clock, Sendable {
 
     /// Adds a sample and returns the time now.
     ///
-    /// The sample joins the recent ones (the oldest leaves once there are
-    /// ``Configuration/maximumSamples``), and the one with the smallest error
+    /// The sample joins the recent ones (the one whose reply came first
+    /// leaves once there are ``Configuration/maximumSamples``, whatever the
+    /// order of the syncs), and the one with the smallest error
     /// bound is used from now on. A sync ends a pending wall-clock change and
     /// a rejected saved state (``refreshReason``), and checks the wall clock
     /// (cause ``WallClockChange/Cause/sync``).
@@ -400,7 +402,12 @@ public final class TrustedClock: Clock, Sendable {
         let (result, change, targets) = state.withLock {
             state -> (TrustedTime, WallClockChange?, Listeners) in
             let previous = state.best
-            state.samples.append(sample)
+            // In the order of their replies, so that the oldest leaves first
+            // whatever order the syncs came in (two threads may sync at
+            // once): a sample older than every kept one, with no room left,
+            // leaves at once.
+            let place = state.samples.lastIndex { $0.receivedAt <= sample.receivedAt }.map { $0 + 1 } ?? 0
+            state.samples.insert(sample, at: place)
             if state.samples.count > configuration.maximumSamples {
                 state.samples.removeFirst(state.samples.count - configuration.maximumSamples)
             }

@@ -55,6 +55,35 @@ struct TrustedClockPersistenceTests {
         #expect(change.offset == .seconds(-7200))
     }
 
+    @Test("a clock that keeps more samples than a file holds saves the one in use, and a restore reads the same time")
+    func moreSamplesThanTheFileHolds() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("trusted.state")
+        let readings = ScriptedReadings()
+        let kept = TrustedClockStateFile.maximumSamples + 6
+        let clock = TrustedClock(configuration: .init(maximumSamples: kept), readings: readings)
+        // The first sample, a 1 ms round trip, stays the best: the others
+        // have 400 ms round trips and a server 150 ms ahead.
+        try clock.sync(with: readings.exchange(outbound: .microseconds(500), inbound: .microseconds(500)))
+        let best = try #require(clock.bestSample)
+        for _ in 1..<kept {
+            try clock.sync(
+                with: readings.exchange(
+                    outbound: .milliseconds(200), inbound: .milliseconds(200), serverError: .milliseconds(150)))
+        }
+        #expect(clock.samples.count == kept && clock.bestSample == best)
+        let before = clock.now
+        try clock.save(to: path)
+
+        let restarted = TrustedClock(configuration: .init(maximumSamples: kept), readings: readings)
+        let file = TrustedClockStateFile.maximumSamples
+        #expect(try restarted.restore(from: path) == .restored(samples: file))
+        #expect(restarted.bestSample == best)
+        #expect(restarted.samples == [best] + clock.samples.suffix(file - 1))
+        #expect(restarted.now == before)
+    }
+
     @Test(
         "any string is a boot id: a restart in the same boot restores, another id does not",
         arguments: ["bööt", "tab\tid", String(repeating: "x", count: 41), "#abc", "b", ""])
@@ -129,6 +158,58 @@ struct TrustedClockPersistenceTests {
         }
         #expect(restoredChange.change == .seconds(-90))
         #expect(restarted.checkWallClock() == nil)  // already accepted
+    }
+
+    @Test("a file saved before a sync does not bring back the wall-clock change that sync ended")
+    func pendingChangeEndedBySync() throws {
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        // A reply from before the save that this clock never took.
+        let early = readings.exchange(outbound: .milliseconds(20), inbound: .milliseconds(20))
+        readings.stepWall(by: .seconds(100))
+        #expect(clock.checkWallClock() != nil)
+        let saved = clock.encodedState()
+        readings.advance(by: .seconds(1))
+        try clock.sync(with: readings.exchange(outbound: .milliseconds(5), inbound: .milliseconds(5)))
+        #expect(clock.refreshReason == nil)
+        #expect(try clock.restore(encoded: saved) == .restored(samples: 3))
+        #expect(clock.refreshReason == nil)
+        // A fresh clock still gets it back, and so does one whose only
+        // sample is from before the save.
+        for fresh in [true, false] {
+            let restarted = TrustedClock(readings: readings)
+            if !fresh { try restarted.sync(with: early) }
+            #expect(try restarted.restore(encoded: saved) == .restored(samples: 3))
+            guard case .wallClockChanged(let change) = restarted.refreshReason else {
+                Issue.record("the pending change was not restored: \(String(describing: restarted.refreshReason))")
+                continue
+            }
+            #expect(change.change == .seconds(100))
+        }
+    }
+
+    @Test("samples are kept in the order of their replies, whatever the order of the syncs")
+    func samplesByReply() throws {
+        let readings = ScriptedReadings()
+        let clock = TrustedClock(configuration: .init(maximumSamples: 2), readings: readings)
+        let first = readings.exchange(outbound: .milliseconds(10), inbound: .milliseconds(10))
+        readings.advance(by: .seconds(5))
+        let second = readings.exchange(outbound: .milliseconds(10), inbound: .milliseconds(10))
+        readings.advance(by: .seconds(5))
+        let third = readings.exchange(outbound: .milliseconds(10), inbound: .milliseconds(10))
+        try clock.sync(with: third)
+        try clock.sync(with: first)
+        #expect(clock.samples == [first, third])
+        try clock.sync(with: second)
+        // The oldest reply leaves: the newest stays, and is the last sync.
+        #expect(clock.samples == [second, third])
+        #expect(clock.lastSync == third.receivedAt)
+        let restarted = TrustedClock(configuration: .init(maximumSamples: 2), readings: readings)
+        #expect(try restarted.restore(encoded: clock.encodedState()) == .restored(samples: 2))
+        #expect(restarted.samples == clock.samples && restarted.lastSync == clock.lastSync)
+        // One older than both, with no room, leaves at once.
+        try clock.sync(with: first)
+        #expect(clock.samples == [second, third])
     }
 
     @Test("the CRC-32 is the standard one")
