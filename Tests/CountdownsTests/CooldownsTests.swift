@@ -10,11 +10,30 @@ import TrustedTime
 // restart of the process in the same boot) shows the true remaining time; a
 // reboot with and without a synced trusted clock; files that cannot be used.
 
-/// A fresh path in a temporary directory.
+/// A fresh path in a temporary directory of its own (removed with
+/// `removeTemporaryDirectory(of:)`).
 func temporaryPath(_ name: String) -> String {
     var template = Array("/tmp/timerkit-cooldowns-XXXXXX".utf8CString)
     let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
     return directory + "/" + name
+}
+
+/// Removes the directory `temporaryPath(_:)` made for `path`, with what the
+/// test left in it: files, FIFOs and links (the tests make no directory
+/// there).
+func removeTemporaryDirectory(of path: String) {
+    guard let slash = path.lastIndex(of: "/") else { return }
+    let directory = String(path[..<slash])
+    var names: [String] = []
+    if let stream = opendir(directory) {
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(stream)
+    }
+    for name in names { unlink(directory + "/" + name) }
+    rmdir(directory)
 }
 
 /// A "process": a manual loop at boot time `boot` of the boot `bootID`, its
@@ -31,8 +50,9 @@ func process(boot: Duration, bootID: String, path: String, trustedClock: Trusted
 struct CooldownsTests {
     @Test("start or find: the second call returns the running cooldown")
     func startOrFind() throws {
-        let (loop, center, cooldowns) = try process(
-            boot: .seconds(100), bootID: "boot-a", path: temporaryPath("state"))
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, center, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         let first = try cooldowns.cooldown(key: "sms:1", duration: .seconds(60))
         try loop.advance(by: .seconds(25))
         let again = try cooldowns.cooldown(key: "sms:1", duration: .seconds(60))
@@ -52,6 +72,7 @@ struct CooldownsTests {
     @Test("leaving and coming back in the same boot: a new object, a new process, the true remaining time")
     func restartInTheSameBoot() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (loop, _, cooldowns) = try process(boot: .seconds(1_000), bootID: "boot-a", path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(60))
         try loop.advance(by: .seconds(20))
@@ -85,6 +106,7 @@ struct CooldownsTests {
     @Test("any string is a boot id: a restart in the same boot restores the true remaining time", arguments: unusualBootIDs)
     func unusualBootID(_ bootID: String) throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (loop, _, cooldowns) = try process(boot: .seconds(1_000), bootID: bootID, path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(60))
         try loop.advance(by: .seconds(10))
@@ -102,6 +124,7 @@ struct CooldownsTests {
     @Test("after a reboot without a synced clock: the time left when saved, never less")
     func rebootWithoutSync() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (loop, _, cooldowns) = try process(boot: .seconds(5_000), bootID: "boot-a", path: path)
         try loop.advance(by: .seconds(10))
         try cooldowns.cooldown(key: "code", duration: .seconds(300))  // saved with 300 s left
@@ -124,6 +147,7 @@ struct CooldownsTests {
         // file, or a cancelled one in it.
         for round in 0..<20 {
             let path = temporaryPath("state")
+            defer { removeTemporaryDirectory(of: path) }
             let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
             for index in 0..<10 { try cooldowns.cooldown(key: "old-\(index)", duration: .seconds(600)) }
             let failures = Locked<[String]>([])
@@ -152,6 +176,7 @@ struct CooldownsTests {
     @Test("a duration with a part of a nanosecond ends at the next whole one, also after a restart")
     func partOfANanosecond() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         let cooldown = try cooldowns.cooldown(key: "code", duration: .nanoseconds(3) / 2)
         #expect(cooldown.end == BootClock.Instant(offset: .seconds(100) + .nanoseconds(2)))
@@ -163,6 +188,7 @@ struct CooldownsTests {
     @Test("a state file path holding a NUL is refused, and no file is written at the part before it")
     func pathWithNUL() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path + "\0.other")
         let invalid = CountdownError.system(SystemError(errno: .invalidArgument, function: "open"))
         #expect(throws: invalid) { try cooldowns.cooldown(key: "code", duration: .seconds(60)) }
@@ -174,6 +200,7 @@ struct CooldownsTests {
     @Test("a state file path naming a FIFO with no writer gives a typed error at once, and the cooldowns run on")
     func fifoPath() throws {
         let path = temporaryPath("fifo")
+        defer { removeTemporaryDirectory(of: path) }
         #expect(mkfifo(path, 0o600) == 0)
         defer { unlink(path) }
         let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
@@ -193,6 +220,7 @@ struct CooldownsTests {
     @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")
     func tooMany() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         // A full file: 1,024 cooldowns saved at 100 s with 60 s to go.
         let full = CooldownStateFile.Contents(
             bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(100)),
@@ -220,6 +248,7 @@ struct CooldownsTests {
     @Test("a cooldown too long for the clock ends at its last nanosecond, in memory as in the file, and a reboot keeps its time left")
     func endBeyondTheClock() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let last = BootClock.Instant(offset: .nanoseconds(Int64.max))
         let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         let cooldown = try cooldowns.cooldown(key: "code", duration: .seconds(Int64.max))
@@ -248,6 +277,7 @@ struct CooldownsTests {
     @Test("after a reboot with a synced trusted clock: the saved end in server time")
     func rebootWithSync() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (loop, cooldowns) = try syncedProcess(
             boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(300))
@@ -263,6 +293,7 @@ struct CooldownsTests {
     @Test("after a reboot with a synced trusted clock that reads far earlier than the saved end: never more than the duration left")
     func rebootWithEarlierServerTime() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, cooldowns) = try syncedProcess(
             boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
         try cooldowns.cooldown(key: "code", duration: .seconds(60))
@@ -279,6 +310,7 @@ struct CooldownsTests {
     @Test("in the same boot, a file whose end lies more than its duration after the save: at most the duration (and 1 ns) from the save")
     func sameBootEndPastDuration() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         // No save writes such a file (a cooldown starts before the save
         // that holds it): saved at 5,000 s, "k" 10 s long but ending at
         // 9,000 s; "ok" as a save writes it.
@@ -303,6 +335,7 @@ struct CooldownsTests {
     @Test("a file that cannot be used gives a typed error and changes nothing")
     func unusableFiles() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (loop, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         try cooldowns.cooldown(key: "kept", duration: .seconds(60))
         let good = try #require(readAll(path))
@@ -367,6 +400,7 @@ struct CooldownsTests {
     @Test("a new object that saves before it restores keeps what the file held")
     func saveKeepsTheFile() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         try first.cooldown(key: "a", duration: .seconds(60))
         let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
@@ -380,6 +414,7 @@ struct CooldownsTests {
     @Test("a start before restore() reads the file first: the cooldown returned is the file's, and it runs to the file's end")
     func startBeforeRestoreFindsTheSavedCooldown() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
         // An earlier process saved a 60 s cooldown.
         try Cooldowns(center: try CountdownCenter(loop: loop), file: path, bootID: "b")
@@ -407,6 +442,7 @@ struct CooldownsTests {
     @Test("a lookup before restore() reads the file first: cooldown(key:), remaining(key:) and all find what it holds")
     func lookupsBeforeRestoreReadTheFile() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         try first.cooldown(key: "k", duration: .seconds(60))
         // Restarts in the same boot, each making one lookup first.
@@ -430,6 +466,7 @@ struct CooldownsTests {
     @Test("keys are told apart by their bytes: canonically equal strings are two cooldowns, each saved and found with its own bytes")
     func keysByBytes() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, center, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         let composed = "caf\u{E9}"
         let decomposed = "cafe\u{301}"
@@ -459,6 +496,7 @@ struct CooldownsTests {
     @Test("a cancel before restore() reads the file first: the file's cooldown ends and does not come back")
     func cancelBeforeRestoreEndsTheSavedCooldown() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         try first.cooldown(key: "k", duration: .seconds(60))
         let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
@@ -472,9 +510,11 @@ struct CooldownsTests {
     @Test("a restore that finds a later end for a running, observed cooldown moves it: same countdown, a tick at once, the end at the later end")
     func restoreMovesARunningCooldown() throws {
         let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
         // The file holds a 60 s cooldown ending at 5,060 s (saved elsewhere
         // first, then put at the path).
         let other = temporaryPath("other")
+        defer { removeTemporaryDirectory(of: other) }
         let (_, _, saver) = try process(boot: .seconds(5_000), bootID: "boot-a", path: other)
         try saver.cooldown(key: "k", duration: .seconds(60))
         // This process started a 30 s one while there was no file yet.
@@ -530,7 +570,9 @@ struct CooldownsTests {
 
     @Test("bad keys and durations are refused")
     func badInput() throws {
-        let (_, center, cooldowns) = try process(boot: .seconds(1), bootID: "b", path: temporaryPath("s"))
+        let path = temporaryPath("s")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, center, cooldowns) = try process(boot: .seconds(1), bootID: "b", path: path)
         #expect(throws: CountdownError.invalidKey("")) { try cooldowns.cooldown(key: "", duration: .seconds(1)) }
         let long = String(repeating: "k", count: 257)
         #expect(throws: CountdownError.invalidKey(long)) { try cooldowns.cooldown(key: long, duration: .seconds(1)) }

@@ -160,6 +160,8 @@ struct TrustedTestDirectory {
         path = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    private init(existing path: String) { self.path = path }
+
     func file(_ name: String) -> String { path + "/" + name }
 
     /// The names of the files in the directory.
@@ -176,8 +178,17 @@ struct TrustedTestDirectory {
         return names.sorted()
     }
 
-    func remove() {
-        for name in entries() { unlink(file(name)) }
+    func remove() { Self.removeTree(path) }
+
+    /// Removes `path` and, for a directory (not a link to one), all in it.
+    private static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            unlink(path)
+            return
+        }
+        for name in TrustedTestDirectory(existing: path).entries() { removeTree(path + "/" + name) }
         rmdir(path)
     }
 }
