@@ -50,7 +50,10 @@ public struct FlashSale: Sendable {
         center.remaining(countdown)
     }
 
-    /// Whether the countdown has ended (or was removed).
+    /// Whether the countdown has ended (or was removed): true from the
+    /// loop's pass that delivers its end, so ``remaining`` can read 0 a
+    /// moment before (a sale made already over reads 0, not ended, until
+    /// the loop's next pass).
     public var hasEnded: Bool {
         !center.contains(countdown)
     }

@@ -46,6 +46,18 @@ struct FlashSaleTests {
         observation.cancel()
     }
 
+    @Test("a sale made already over reads 0 left, and ended from the loop's next pass, which delivers its end")
+    func alreadyOver() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let center = try CountdownCenter(loop: loop)
+        let ends = Locked(0)
+        center.onEnd { _ in ends.withLock { $0 += 1 } }
+        let sale = FlashSale(center: center, remaining: .seconds(-3), receivedAt: loop.now(.boot))
+        #expect(sale.remaining == .zero && !sale.hasEnded && ends.value == 0)
+        try loop.advance(by: .zero)
+        #expect(sale.hasEnded && ends.value == 1)
+    }
+
     @Test("from the server's start instant on a trusted clock: the wall clock moves nothing")
     func fromServerInstant() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
