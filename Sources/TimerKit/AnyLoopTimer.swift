@@ -303,7 +303,7 @@ public class AnyLoopTimer: @unchecked Sendable {
     public func invalidate() {
         // The C loop holds a reference to this timer and lets go of it once
         // no callback can be given it any more. An action already past the
-        // validity check in `fired` may finish.
+        // validity check in `runActionIfValid` may finish.
         let (loop, ended) = withState { state in
             let ended = state.isValid
             let taken = state.loop

@@ -29,14 +29,12 @@ import CTimerCore
 /// ```
 ///
 /// While scheduled, a timer is kept alive by its loop (as `RunLoop` keeps a
-/// `Timer`), and it keeps alive what its action captures. To avoid the
-/// loop → timer → owner cycle, capture `[weak self]`, or give the timer a
-/// target it holds weakly with
-/// ``init(after:repeating:tolerance:clock:target:action:)``. Once it can no
-/// longer fire (invalidated, or a one-shot that has fired), a timer lets go
-/// of its action, and so of what the action captures, as `Timer` lets go of
-/// its target: an owner that keeps its invalidated timer is not kept alive
-/// by it.
+/// `Timer`), and it keeps alive what its action captures. To avoid the loop →
+/// timer → owner cycle, capture `[weak self]`, or give the timer a target it
+/// holds weakly with ``init(after:repeating:tolerance:clock:target:action:)``.
+/// Once invalidated, or a one-shot that has fired, a timer lets go of its
+/// action, and so of what the action captures, as `Timer` lets go of its
+/// target: an owner that keeps its invalidated timer is not kept alive by it.
 ///
 /// Thread safety: every method may be called from any thread. The action runs
 /// on the thread running the loop, which is why it must be `@Sendable`.

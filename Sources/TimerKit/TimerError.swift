@@ -28,7 +28,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A tolerance must not be negative.
     case negativeTolerance(Duration)
     /// The timer (or ``FrameTicker``) was invalidated, or, a one-shot timer,
-    /// has fired: it cannot be scheduled or changed any more.
+    /// has fired: it cannot be scheduled or changed any more. Inside its own
+    /// action a one-shot has no next fire to change: only `setFireDate(_:)`
+    /// gives it one.
     case invalidated
     /// The timer is already scheduled on another loop.
     case scheduledOnAnotherLoop

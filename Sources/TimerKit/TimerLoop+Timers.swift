@@ -10,9 +10,9 @@ extension TimerLoop {
     /// late by whole intervals.
     ///
     /// The loop keeps the timer alive until it is invalidated (a one-shot
-    /// timer: until it has fired), and the timer keeps whatever `action`
-    /// captures: capture `[weak self]` to avoid a retain cycle, or use
-    /// ``LoopTimer/init(after:repeating:tolerance:clock:target:action:)``.
+    /// timer: until it has fired), and until then the timer keeps whatever
+    /// `action` captures: capture `[weak self]` to avoid a retain cycle, or
+    /// use ``LoopTimer/init(after:repeating:tolerance:clock:target:action:)``.
     ///
     /// ```swift
     /// try loop.schedule(after: .seconds(1), repeating: .seconds(1), clock: .boot,
