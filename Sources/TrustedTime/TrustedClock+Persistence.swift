@@ -107,10 +107,14 @@ extension TrustedClock {
 
     /// The saved form of the clock's state.
     func encodedState() -> [UInt8] {
+        // The state first, the clocks after: every time in the state was
+        // read before the save's, so that a sync on another thread between
+        // the two cannot put a sample received after the save time into
+        // the file (which a restore refuses).
+        let snapshot = state.withLock { $0 }
         let boot = readings.boot
         let wall = readings.wall
         let bootID = readings.bootID
-        let snapshot = state.withLock { $0 }
         return TrustedClockStateFile.encode(
             TrustedClockStateFile.Contents(
                 bootID: bootID, savedAtBoot: boot, savedAtWall: wall,
@@ -154,9 +158,9 @@ extension TrustedClock {
         state.withLock { state in
             // A sync since the save ended the change the file holds as
             // pending (a sync ends a pending change).
-            let syncedSinceSave = state.samples.contains {
-                $0.receivedAt > contents.savedAtBoot && !contents.samples.contains($0)
-            }
+            // (No sample in the file was received after the save: decode
+            // refuses such a file.)
+            let syncedSinceSave = state.samples.contains { $0.receivedAt > contents.savedAtBoot }
             var merged = state.samples
             for sample in contents.samples where !merged.contains(sample) {
                 merged.append(sample)

@@ -204,8 +204,10 @@ public final class TrustedClock: Clock, Sendable {
     /// Boot-clock time since the newest sample's reply (so it counts time
     /// suspended), if any.
     public var timeSinceSync: Duration? {
-        let boot = readings.boot
-        return state.withLock { $0.lastSyncAt.map { boot - $0 } }
+        // The sync first, the clock after: a sync on another thread in
+        // between cannot make the time since it negative.
+        guard let last = state.withLock({ $0.lastSyncAt }) else { return nil }
+        return readings.boot - last
     }
 
     /// The samples kept, oldest first.

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Testing
 
 import TimerKit
@@ -186,6 +187,35 @@ struct TrustedClockPersistenceTests {
             }
             #expect(change.change == .seconds(100))
         }
+    }
+
+    @Test("a sync on another thread while the clock reads the boot clock: the save makes a file that restores, and the time since the sync is not negative")
+    func syncDuringSave() throws {
+        let readings = ScriptedReadings()
+        let clock = try syncedClock(readings)
+        // Between the save's boot-clock read and whatever it does next, a
+        // sync with a reply received a second later lands.
+        let late = Mutex<TimeSample?>(nil)
+        readings.afterNextBootRead {
+            readings.advance(by: .seconds(1))
+            let sample = readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2))
+            _ = try? clock.sync(with: sample)
+            late.withLock { $0 = sample }
+        }
+        let saved = clock.encodedState()
+        let sample = try #require(late.withLock { $0 })
+        #expect(clock.samples.contains(sample))
+        let restarted = TrustedClock(readings: readings)
+        #expect(try restarted.restore(encoded: saved) == .restored(samples: 3))
+        #expect(!restarted.samples.contains(sample))
+        // The time since the last sync, read as another sync lands, is
+        // never negative.
+        readings.afterNextBootRead {
+            readings.advance(by: .seconds(1))
+            _ = try? clock.sync(with: readings.exchange(outbound: .milliseconds(2), inbound: .milliseconds(2)))
+        }
+        let since = try #require(clock.timeSinceSync)
+        #expect(since >= .zero, "\(since)")
     }
 
     @Test("samples are kept in the order of their replies, whatever the order of the syncs")

@@ -17,6 +17,7 @@ final class ScriptedReadings: ClockReadings, Sendable {
         var bootID: String?
         var sleeps: [Duration] = []
         var duringSleep: (@Sendable () -> Void)?
+        var afterBootRead: (@Sendable () -> Void)?
     }
 
     let clocks: Mutex<Clocks>
@@ -35,7 +36,14 @@ final class ScriptedReadings: ClockReadings, Sendable {
                 bootID: bootID))
     }
 
-    var boot: BootClock.Instant { BootClock.Instant(offset: clocks.withLock { $0.boot }) }
+    var boot: BootClock.Instant {
+        let (boot, action) = clocks.withLock { c -> (Duration, (@Sendable () -> Void)?) in
+            defer { c.afterBootRead = nil }
+            return (c.boot, c.afterBootRead)
+        }
+        action?()
+        return BootClock.Instant(offset: boot)
+    }
     var monotonic: MonotonicClock.Instant {
         MonotonicClock.Instant(offset: clocks.withLock { $0.monotonic })
     }
@@ -78,6 +86,13 @@ final class ScriptedReadings: ClockReadings, Sendable {
             c.monotonic = .seconds(5)
             c.bootID = bootID
         }
+    }
+
+    /// Runs `action` (once) right after the next boot-clock read, before
+    /// the reader gets the value: what another thread does between that read
+    /// and the reader's next step.
+    func afterNextBootRead(_ action: @escaping @Sendable () -> Void) {
+        clocks.withLock { $0.afterBootRead = action }
     }
 
     /// Runs `action` (once) in the middle of the next sleep.
