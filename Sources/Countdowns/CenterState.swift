@@ -311,7 +311,13 @@ struct CenterState {
             dueTicks.append(key)
         }
         for key in dueTicks {
-            guard let tick = observers.update(key, { Self.tick(&$0, now: now) }) else { continue }
+            // An observation ticks once per serve: a second entry of it at
+            // the same time (an entry left when a moved end planned its
+            // tick at once, that the tick after lands on again) finds it
+            // moved on, and goes without being queued again.
+            guard
+                let tick = observers.update(key, { $0.next <= now ? Self.tick(&$0, now: now) : nil }) ?? nil
+            else { continue }
             switch tick {
             case .countdown(let event, _):
                 guard case .countdown(let handler)? = observers.handler(key) else { continue }

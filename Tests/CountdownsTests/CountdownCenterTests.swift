@@ -527,6 +527,37 @@ struct CountdownCenterTests {
         #expect(center.count == 0)
     }
 
+    @Test("after an end moved by whole steps, with other observations queued, each value ticks once")
+    func movedEndTicksOnce() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let log = Recorder()
+        let moved = center.add(endingAt: BootClock.Instant(offset: .seconds(1_100)))
+        let observation = try center.observe(moved, every: .seconds(10)) { event in
+            let at = secs(loop.now(.boot).offset - .seconds(1_000))
+            switch event {
+            case .tick(let tick): log.append("\(at): \(tick.value)")
+            case .ended(let end): log.append("\(at): ended, late \(secs(end.lateness))")
+            }
+        }
+        // Another observation, so that the entry the move leaves behind is
+        // not the first in the queue.
+        let other = try center.observe(center.add(remaining: .seconds(105)), every: .seconds(10)) { _ in }
+        try loop.advance(by: .seconds(10))
+        #expect(log.all == ["10: 9"])
+        log.clear()
+        // Ten seconds later, on the same grid: its old next tick (at 20 s)
+        // is a tick time of the new end too.
+        #expect(center.moveEnd(of: moved, to: BootClock.Instant(offset: .seconds(1_110))))
+        try loop.advance(by: .seconds(120))
+        #expect(log.all == [
+            "10: 10", "20: 9", "30: 8", "40: 7", "50: 6", "60: 5", "70: 4", "80: 3", "90: 2", "100: 1",
+            "110: ended, late 0",
+        ])
+        observation.cancel()
+        other.cancel()
+    }
+
     @Test("an end moved twice at one instant ticks its observation once, with the last value")
     func movedTwiceTicksOnce() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
