@@ -40,8 +40,6 @@ struct CenterState {
     var endHandler: (@Sendable (CountdownEnd) -> Void)?
     var jumpHandler: (@Sendable (TimeBaseJump) -> Void)?
     var jumpThreshold: Int64 = 0
-    /// Base time minus boot time at the last look (trusted time base).
-    var baseOffset: Int64 = 0
     /// What the timer is armed for, on the time base; `nil`: idle.
     var armed: Int64?
     /// A delivery buffer kept between serves, so that serving allocates

@@ -43,7 +43,12 @@ import TrustedTime
 /// and which nobody can set), or on a `TrustedClock`'s server time, so that a
 /// user who sets the wall clock moves no countdown. With a trusted clock, a
 /// re-sync that moves server time re-plans every end at once, and
-/// ``onTimeBaseJump(threshold:_:)`` hears large moves.
+/// ``onTimeBaseJump(threshold:_:)`` hears large moves. Before the clock's
+/// first sync, when its server time is the wall clock, the center counts
+/// from the wall clock's reading when it was made (or when the clock's
+/// samples last changed, as at a reset), carried on by the boot clock:
+/// setting the wall clock then moves nothing either, and the first sync is
+/// a move like any re-sync.
 ///
 /// Events are delivered on the center's loop, in the modes given (by default
 /// the common modes, so a list in `LoopMode.tracking` keeps counting), with no
@@ -79,6 +84,14 @@ public final class CountdownCenter: Sendable {
     private let endHandlerChanges = Atomic<UInt64>(0)
     private let timer: LoopTimer<BootClock>
     private let sampleObserver: UInt64?
+    /// On a trusted center, server time minus boot time: where the time
+    /// base stands against the boot clock. Taken from the clock when the
+    /// center is made and at every change of the clock's samples (a sync, a
+    /// restore, a reset), and constant in between, as a synced clock's
+    /// server time moves with the boot clock. Before the clock's first sync
+    /// that holds the wall clock's reading of then: setting the wall clock
+    /// later moves nothing. Never held while taking the state's lock.
+    private let trustedOffset = ThreadLocked<Duration>(.zero)
 
     /// The last center's number.
     private static let numbers = ThreadLocked<UInt32>(0)
@@ -117,8 +130,9 @@ public final class CountdownCenter: Sendable {
             sampleObserver = nil
         }
         weakCenter.center = self
-        if case .trusted = timeBase {
-            state.withLock { $0.baseOffset = currentOffset().offset }
+        if case .trusted(let clock) = timeBase {
+            let offset = Self.offset(of: clock)
+            trustedOffset.withLock { $0 = offset }
         }
     }
 
@@ -139,15 +153,17 @@ public final class CountdownCenter: Sendable {
             let boot = loop.now(.boot)
             return (boot.offset.saturatingNanoseconds, boot)
         case .trusted(let clock):
-            let reading = clock.reading()
-            return (reading.time.sinceEpoch.saturatingNanoseconds, reading.boot)
+            let boot = clock.readings.boot
+            let offset = trustedOffset.withLock { $0 }
+            return (boot.offset.addingSaturating(offset).saturatingNanoseconds, boot)
         }
     }
 
-    /// Base time minus boot time now (0 on the boot clock).
-    private func currentOffset() -> (offset: Int64, boot: BootClock.Instant) {
-        let (base, boot) = now()
-        return (base &- boot.offset.saturatingNanoseconds, boot)
+    /// Server time minus boot time on `clock` now: constant while its
+    /// samples are (the wall clock's offset before its first sync).
+    private static func offset(of clock: TrustedClock) -> Duration {
+        let reading = clock.reading()
+        return reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset)
     }
 
     /// `instant` of the boot clock on the time base, rounded up to whole
@@ -155,7 +171,8 @@ public final class CountdownCenter: Sendable {
     func base(of instant: BootClock.Instant) -> Int64 {
         switch timeBase {
         case .boot: instant.offset.nanosecondsRoundedUp
-        case .trusted(let clock): clock.time(atBoot: instant).sinceEpoch.nanosecondsRoundedUp
+        case .trusted:
+            instant.offset.addingSaturating(trustedOffset.withLock { $0 }).nanosecondsRoundedUp
         }
     }
 
@@ -512,18 +529,25 @@ public final class CountdownCenter: Sendable {
 
     /// The trusted clock's samples changed: re-plan, and tell of a jump.
     func timeBaseChanged() {
-        let (offset, boot) = currentOffset()
-        let baseNow = offset &+ boot.offset.saturatingNanoseconds
-        let jump = state.withLock { state -> TimeBaseJump? in
-            let change = offset.subtractingSaturating(state.baseOffset)
-            state.baseOffset = offset
+        guard case .trusted(let clock) = timeBase else { return }
+        // Read from the clock under the offset's lock: of two syncs on two
+        // threads, the one told last reads the clock last, and its offset
+        // stays.
+        let (old, offset) = trustedOffset.withLock { current in
+            let old = current
+            current = Self.offset(of: clock)
+            return (old, current)
+        }
+        let baseNow = now().base
+        state.withLock { state in
             state.replanTicks(now: baseNow)
             state.armed = nil
             rearm(&state)
-            // Judged when told, against the handler set then.
-            return change == 0 ? nil : TimeBaseJump(change: .nanoseconds(change))
         }
-        guard let jump else { return }
+        // Judged when told, against the handler set then.
+        let change = offset.subtractingSaturating(old).saturatingNanoseconds
+        guard change != 0 else { return }
+        let jump = TimeBaseJump(change: .nanoseconds(change))
         // On the center's loop, in its modes, like every other event; to
         // the handler set then.
         do {

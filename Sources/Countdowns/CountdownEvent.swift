@@ -60,8 +60,9 @@ public enum GroupEvent: Sendable, Hashable {
 }
 
 /// The center's time base moved by more than the threshold given to
-/// ``CountdownCenter/onTimeBaseJump(threshold:_:)``: a re-sync of its
-/// trusted clock changed server time: the moment to reload what the
+/// ``CountdownCenter/onTimeBaseJump(threshold:_:)``: a sync of its
+/// trusted clock changed server time (the first sync, from the wall
+/// clock's reading the center counted from): the moment to reload what the
 /// countdowns show.
 public struct TimeBaseJump: Sendable, Hashable {
     /// How far server time moved against the boot clock: positive forward.

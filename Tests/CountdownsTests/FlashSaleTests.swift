@@ -115,6 +115,45 @@ struct FlashSaleTests {
         #expect(abs(ends.value[0] - .seconds(5_579)) < .milliseconds(10))
     }
 
+    @Test(
+        "before the clock's first sync: the wall clock as the center was made, which setting it moves not; the first sync moves it to server time and tells",
+        arguments: [Duration.seconds(30), .zero])
+    func beforeFirstSync(serverAhead: Duration) throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let start = loop.now(.wall).offset
+        let countdown = try center.add(endingAt: TrustedTime(sinceEpoch: start + .seconds(60)))
+        let jumps = Locked<[Duration]>([])
+        center.onTimeBaseJump(threshold: .seconds(5)) { jump in jumps.withLock { $0.append(jump.change) } }
+        let ends = Locked<[String]>([])
+        center.onEnd { end in
+            ends.withLock { $0.append("\(loop.now(.boot).offset - .seconds(5_000)), \(end.lateness) late") }
+        }
+        try loop.advance(by: .seconds(5))
+        // The user sets the wall clock 30 s forward: the end does not come
+        // nearer, and what remains reads what the end will keep to.
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(30))
+        try loop.advance(by: .seconds(31))
+        #expect(center.remaining(countdown) == .seconds(24))
+        #expect(ends.value.isEmpty && jumps.value.isEmpty)
+        // The first sync: server time is the wall clock as it reads now
+        // (the step was right), or as it would read without the step.
+        let received = loop.now(.boot)
+        let server = start + .seconds(36) + serverAhead
+        try clock.sync(with: TimeSample(serverTime: server, sentAt: received, receivedAt: received))
+        try loop.advance(by: .zero)
+        #expect(jumps.value == (serverAhead == .zero ? [] : [serverAhead]))
+        if serverAhead == .zero {
+            #expect(center.remaining(countdown) == .seconds(24))
+            try loop.advance(by: .seconds(24))
+            #expect(ends.value == ["60.0 seconds, 0.0 seconds late"])
+        } else {
+            // Server time is 66 s in: the end passed 6 s ago, and comes at once.
+            #expect(ends.value == ["36.0 seconds, 6.0 seconds late"])
+        }
+    }
+
     @Test("a re-sync that moves server time forward: the display and the grid tick at once and say what they skipped")
     func resyncForwardTicksAtOnce() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
