@@ -52,7 +52,11 @@ import TrustedTime
 ///
 /// Events are delivered on the center's loop, in the modes given (by default
 /// the common modes, so a list in `LoopMode.tracking` keeps counting), with no
-/// lock held: handlers may add, remove and observe.
+/// lock held: handlers may add, remove and observe. A handler that runs the
+/// loop itself (a nested run, as a modal does) holds the center's events
+/// back until it returns, since a loop never fires a timer while a callback
+/// of it runs: the rest of that serve's events then come, with the values
+/// read when the serve began, and the next serve catches up.
 ///
 /// Thread safety: every member may be used from any thread.
 public final class CountdownCenter: Sendable {

@@ -558,6 +558,34 @@ struct CountdownCenterTests {
         other.cancel()
     }
 
+    @Test("a handler that runs the loop holds the center's events back until it returns; the next serve catches up")
+    func nestedRunHoldsEventsBack() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
+        let center = try CountdownCenter(loop: loop)
+        let log = Recorder()
+        let modal = Locked(true)
+        let a = center.add(endingAt: BootClock.Instant(offset: .seconds(1_010)))
+        let b = center.add(endingAt: BootClock.Instant(offset: .seconds(1_010)))
+        let first = try center.observe(a) { event in
+            let isFirst = modal.withLock { first in
+                defer { first = false }
+                return first
+            }
+            guard case .tick = event, isFirst else { return }
+            // A modal, run from the handler for 3 s.
+            do { _ = try loop.run(mode: .tracking, for: .seconds(3)) } catch { log.append("modal: \(error)") }
+        }
+        let second = try center.observe(b) { event in
+            let at = secs(loop.now(.boot).offset - .seconds(1_000))
+            if case .tick(let tick) = event { log.append("\(at): \(tick.value), skipped \(tick.skipped)") }
+        }
+        // (A nested run needs an outer run: an advance refuses one.)
+        _ = try loop.run(for: .seconds(5))
+        #expect(log.all == ["4: 9, skipped 0", "4: 6, skipped 2", "5: 5, skipped 0"])
+        first.cancel()
+        second.cancel()
+    }
+
     @Test("an end moved twice at one instant ticks its observation once, with the last value")
     func movedTwiceTicksOnce() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(1_000))
