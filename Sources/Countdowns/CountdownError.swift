@@ -42,6 +42,16 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Reading or writing the file failed (the call and its errno).
     case system(SystemError)
 
+    /// A key as the text of an error: its length, and its first characters
+    /// escaped and quoted (a key may be any length, and hold newlines or
+    /// control characters).
+    private static func describe(_ key: String) -> String {
+        guard !key.isEmpty else { return "an empty string" }
+        let shown = 40
+        let start = String(reflecting: String(key.prefix(shown)))
+        return "\(key.utf8.count) bytes: " + (key.count > shown ? start + "…" : start)
+    }
+
     /// A sentence saying what went wrong.
     public var description: String {
         switch self {
@@ -52,7 +62,7 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
             "a granularity must be at least 1 ns, not \(granularity)"
         case .invalidDuration(let duration): "a cooldown must last at least 1 ns, not \(duration)"
         case .timer(let error): error.description
-        case .invalidKey(let key): "a cooldown's key must be 1 to 256 bytes of UTF-8, not \"\(key)\""
+        case .invalidKey(let key): "a cooldown's key must be 1 to 256 bytes of UTF-8, not \(Self.describe(key))"
         case .tooManyCooldowns(let count):
             "the state file holds at most \(CooldownStateFile.maximumEntries) cooldowns, not \(count)"
         case .noStateFile: "these cooldowns have no file to save to or restore from"

@@ -576,6 +576,10 @@ struct CooldownsTests {
         #expect(throws: CountdownError.invalidKey("")) { try cooldowns.cooldown(key: "", duration: .seconds(1)) }
         let long = String(repeating: "k", count: 257)
         #expect(throws: CountdownError.invalidKey(long)) { try cooldowns.cooldown(key: long, duration: .seconds(1)) }
+        // The text says how long a key is, and shows its start, escaped.
+        #expect(CountdownError.invalidKey("").description.hasSuffix("not an empty string"))
+        let text = CountdownError.invalidKey(String(repeating: "\n", count: 1_000_000)).description
+        #expect(text.utf8.count < 200 && text.contains("1000000 bytes: \"\\n\\n") && text.hasSuffix("…"), "\(text)")
         #expect(throws: CountdownError.invalidDuration(.zero)) { try cooldowns.cooldown(key: "a", duration: .zero) }
         #expect(throws: CountdownError.invalidDuration(.nanoseconds(1) / 2)) {
             try cooldowns.cooldown(key: "a", duration: .nanoseconds(1) / 2)
