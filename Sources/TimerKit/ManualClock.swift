@@ -102,6 +102,21 @@ public final class ManualClock: TimerClock, Sendable {
             registered: registered, settled: settled)
     }
 
+    /// Suspends until the clock is advanced `duration` past its reading now;
+    /// see ``sleep(until:tolerance:)``. Like it, it runs on the caller's
+    /// executor, so that from an actor or a task on ``loop`` the sleep ends
+    /// on the loop's thread with no hop. (The standard library's generic
+    /// paths, such as `Task.sleep(for:clock:)`, leave the caller's executor
+    /// first, and read the clock after: a run that moves the clock on
+    /// meanwhile is missed.)
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled first;
+    ///   ``TimerError/system(_:)`` if the loop cannot take the sleep's timer.
+    nonisolated(nonsending)
+    public func sleep(for duration: Duration, tolerance: Duration? = nil) async throws {
+        try await sleep(until: now.advanced(by: duration), tolerance: tolerance)
+    }
+
     /// Moves the clock forward by `duration`, resuming every sleep and firing
     /// every timer of ``loop`` that comes due, in deadline order, before it
     /// returns. Returns how many sleeps and timers it ended. Calls from

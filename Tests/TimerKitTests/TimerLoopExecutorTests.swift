@@ -70,10 +70,16 @@ actor LoopActor {
 
     /// As `loopSleeps`, through `clock`'s own sleep (`clock.loop` is the
     /// actor's loop).
-    func manualClockSleeps(_ clock: ManualClock, _ times: Int, of step: Duration) async throws -> Int {
+    func manualClockSleeps(
+        _ clock: ManualClock, _ times: Int, of step: Duration, byDuration: Bool = false
+    ) async throws -> Int {
         let hopsBefore = loop.jobsFromOtherThreads
         for _ in 0..<times {
-            try await clock.sleep(until: clock.now + step)
+            if byDuration {
+                try await clock.sleep(for: step)
+            } else {
+                try await clock.sleep(until: clock.now + step)
+            }
             wakes.withLock { $0.append(clock.now.offset) }
         }
         return loop.jobsFromOtherThreads - hopsBefore
@@ -263,13 +269,17 @@ struct TimerLoopExecutorTests {
         #expect(loop.jobsFromOtherThreads == 1)
     }
 
-    @Test("a ManualClock's sleep from an actor on its loop: no hop, each sleep ends at its time within one run")
-    func manualClockSleepFromActor() async throws {
+    @Test(
+        "a ManualClock's sleep from an actor on its loop, until an instant or for a duration: no hop, each sleep ends at its time within one run",
+        arguments: [false, true])
+    func manualClockSleepFromActor(byDuration: Bool) async throws {
         let clock = try ManualClock()
         let loop = clock.loop
         let actor = LoopActor(loop: loop)
         let start = clock.now.offset
-        let result = Task.detached { try await actor.manualClockSleeps(clock, 3, of: .seconds(5)) }
+        let result = Task.detached {
+            try await actor.manualClockSleeps(clock, 3, of: .seconds(5), byDuration: byDuration)
+        }
         #expect(await waitUntilAsync { loop.jobsFromOtherThreads == 1 })
         #expect(try loop.run(for: .seconds(16)) == .timedOut)
         #expect(actor.wakes.value == [start + .seconds(5), start + .seconds(10), start + .seconds(15)])
