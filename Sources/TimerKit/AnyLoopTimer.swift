@@ -274,18 +274,20 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// and a repeating timer's action that fires its own timer recurses. The
     /// loop itself never starts the action while a call of it runs.
     ///
+    /// A one-shot timer is done as the call begins: inside the action it is
+    /// no longer valid, so an add to a loop, or a `setFireDate(_:)`, made
+    /// meanwhile (from the action or another thread) is refused with
+    /// ``TimerError/invalidated``, and of two calls at once on a one-shot
+    /// timer one runs the action. A repeating timer on no loop is the
+    /// caller's alone: if it is added to a loop while a call by hand runs,
+    /// the loop knows nothing of that call.
+    ///
     /// The corresponding C function is `tk_loop_fire`.
     public func fire() {
-        let (loop, id, valid) = withState { ($0.loop, $0.id, $0.isValid) }
-        guard valid else { return }
-        if let loop {
-            // -ENOENT: it fired or was invalidated meanwhile; nothing to run.
-            let result = tk_loop_fire(loop.handle, id)
-            if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_fire") }
-            return
-        }
-        guard let repeats = runActionIfValid(0), !repeats else { return }
-        invalidate()
+        guard let (loop, id) = runByHandUnlessOnALoop() else { return }
+        // -ENOENT: it fired or was invalidated meanwhile; nothing to run.
+        let result = tk_loop_fire(loop.handle, id)
+        if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_fire") }
     }
 
     /// Stops the timer for good: no call of its action starts after this
@@ -336,6 +338,16 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// was not valid, and nothing ran (overridden by ``LoopTimer``, which
     /// knows the action's type).
     func runActionIfValid(_ missed: UInt64) -> Bool? {
+        preconditionFailure("every AnyLoopTimer is a LoopTimer")
+    }
+
+    /// For ``fire()``: the loop and the handle of a valid timer on a loop,
+    /// for a call through the loop; for a valid timer on no loop, runs the
+    /// action here (ending a one-shot timer first, under the lock that
+    /// reads the action), and returns `nil`, as it does for a timer no
+    /// longer valid (overridden by ``LoopTimer``, which knows the action's
+    /// type).
+    func runByHandUnlessOnALoop() -> (TimerLoop, tk_timer_id)? {
         preconditionFailure("every AnyLoopTimer is a LoopTimer")
     }
 

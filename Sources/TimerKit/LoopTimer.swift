@@ -175,6 +175,27 @@ public final class LoopTimer<Clock: TimerClock>: AnyLoopTimer, @unchecked Sendab
         return repeats
     }
 
+    override func runByHandUnlessOnALoop() -> (TimerLoop, tk_timer_id)? {
+        // (The loop and handle of a timer on a loop; else the action to run
+        // by hand, if valid, and whether this call ends a one-shot.)
+        let (onLoop, action, endsOneShot) = withState {
+            state -> ((TimerLoop, tk_timer_id)?, Action?, Bool) in
+            guard state.isValid else { return (nil, nil, false) }
+            if let loop = state.loop { return ((loop, state.id), nil, false) }
+            // A one-shot is done as the call begins: nothing can schedule
+            // it while its action runs, and no other call runs it.
+            let endsOneShot = state.interval == 0
+            if endsOneShot { state.isValid = false }
+            return (nil, self.action, endsOneShot)
+        }
+        if let onLoop { return onLoop }
+        action?(self, 0)
+        // This call made it invalid: the action is let go of after it
+        // returns, as after a fire of the loop's.
+        if endsOneShot { letGoOfAction() }
+        return nil
+    }
+
     override func letGoOfAction() {
         action = nil
     }

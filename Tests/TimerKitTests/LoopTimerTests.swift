@@ -1,3 +1,5 @@
+import Dispatch
+import Glibc
 import Testing
 import TimerKit
 
@@ -222,6 +224,35 @@ struct LoopTimerTests {
         try loop.advance(by: .seconds(2))
         #expect(calls.value == 4)
         repeating.invalidate()
+    }
+
+    @Test("fire() on a one-shot on no loop ends it as the call begins: an add from its action is refused, and the loop never runs it too")
+    func fireUnscheduledOneShotEndsFirst() throws {
+        let loop = try TimerLoop.manual()
+        let log = Locked<[String]>([])
+        let oneShot = try LoopTimer(after: .zero) { timer, _ in
+            log.withLock { $0.append("runs, valid: \(timer.isValid)") }
+            do throws(TimerError) {
+                try loop.add(timer)
+                log.withLock { $0.append("added") }
+            } catch {
+                log.withLock { $0.append("add: \(error == .invalidated ? "invalidated" : "\(error)")") }
+            }
+            #expect(throws: TimerError.invalidated) { try timer.setFireDate(.now) }
+        }
+        oneShot.fire()
+        try loop.advance(by: .seconds(1))
+        #expect(log.value == ["runs, valid: false", "add: invalidated"])
+        #expect(loop.statistics.pending == 0)
+
+        // Two calls at once on another one-shot: one runs the action.
+        let runs = Locked(0)
+        let busy = try LoopTimer(after: .zero) { _, _ in
+            runs.withLock { $0 += 1 }
+            usleep(20_000)
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in busy.fire() }
+        #expect(runs.value == 1)
     }
 
     @Test("a timer fires its delay after being added, not after being created")

@@ -26,7 +26,8 @@ import TimerKit
 //     action may revive it with setFireDate; otherwise it is then invalid.
 //   - fire() runs the action now with missed 0: a one-shot is cancelled
 //     first (so its action cannot revive it) and is then invalid; a repeating
-//     timer keeps its schedule. An unscheduled timer's action simply runs.
+//     timer keeps its schedule. An unscheduled timer's action simply runs;
+//     an unscheduled one-shot is invalid from the start of the call.
 //   - setTolerance, setInterval and adding modes keep the fire date but give
 //     the timer a new sequence number (and unpark it); they need a timer that
 //     is scheduled right now (not a one-shot inside its own action).
@@ -450,8 +451,10 @@ final class ModelLoop {
             busy -= 1
             finishOneShot(n)
         } else {
-            runAction(n, missed: 0)
+            // A one-shot is done as the call begins: its action cannot add
+            // it to the loop, nor give it a fire date.
             if !timers[n].repeats { invalidate(n) }
+            runAction(n, missed: 0)
         }
     }
 
