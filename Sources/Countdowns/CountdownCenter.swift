@@ -53,10 +53,12 @@ import TrustedTime
 /// Events are delivered on the center's loop, in the modes given (by default
 /// the common modes, so a list in `LoopMode.tracking` keeps counting), with no
 /// lock held: handlers may add, remove and observe. A handler that runs the
-/// loop itself (a nested run, as a modal does) holds the center's events
-/// back until it returns, since a loop never fires a timer while a callback
-/// of it runs: the rest of that serve's events then come, with the values
-/// read when the serve began, and the next serve catches up.
+/// loop itself (a nested run, as a modal does) holds the center's ends and
+/// ticks back until it returns, since a loop never fires a timer while a
+/// callback of it runs: the rest of that serve's ends and ticks then come,
+/// with the values read when the serve began, and the next serve catches
+/// up. (A time-base jump is told by a timer of its own, which such a run
+/// may fire.)
 ///
 /// Thread safety: every member may be used from any thread.
 public final class CountdownCenter: Sendable {
@@ -95,7 +97,7 @@ public final class CountdownCenter: Sendable {
     /// server time moves with the boot clock. Before the clock's first sync
     /// that holds the wall clock's reading of then: setting the wall clock
     /// later moves nothing. Never held while taking the state's lock.
-    private let trustedOffset = ThreadLocked<Duration>(.zero)
+    private let trustedOffset: ThreadLocked<Duration>
 
     /// The last center's number.
     private static let numbers = ThreadLocked<UInt32>(0)
@@ -129,14 +131,19 @@ public final class CountdownCenter: Sendable {
             throw .timer(error)
         }
         if case .trusted(let clock) = timeBase {
+            trustedOffset = ThreadLocked(Self.offset(of: clock))
             sampleObserver = clock.addSampleObserver { weakCenter.center?.timeBaseChanged() }
         } else {
+            trustedOffset = ThreadLocked(.zero)
             sampleObserver = nil
         }
         weakCenter.center = self
         if case .trusted(let clock) = timeBase {
-            let offset = Self.offset(of: clock)
-            trustedOffset.withLock { $0 = offset }
+            // Read again, under the lock, now that a change of the clock's
+            // samples reaches the center: one made before the observer
+            // could see it is taken here, and one after, by
+            // `timeBaseChanged()`, which reads under the same lock.
+            trustedOffset.withLock { $0 = Self.offset(of: clock) }
         }
     }
 
@@ -200,7 +207,10 @@ public final class CountdownCenter: Sendable {
         insert(end: base(of: end), group: group)
     }
 
-    /// Adds a countdown that ends at `end`, a server-time instant.
+    /// Adds a countdown that ends at `end`, a server-time instant. (Before
+    /// the clock's first sync the center counts from the wall clock's
+    /// reading when it was made: an instant read from the clock after the
+    /// wall clock was set is off by the step.)
     ///
     /// A `group` made by another center is ignored: the countdown is added
     /// in no group (observing such a group throws
@@ -407,8 +417,10 @@ public final class CountdownCenter: Sendable {
         _ = old
     }
 
-    /// Calls `handler` on the center's loop whenever a re-sync of the
-    /// center's trusted clock moves server time by more than `threshold`;
+    /// Calls `handler` on the center's loop whenever a sync of the center's
+    /// trusted clock (a re-sync, or the first one, which moves the center
+    /// from the wall clock's reading it counted from) moves server time by
+    /// more than `threshold`;
     /// `nil` removes it. (Every end is re-planned at once whatever the move,
     /// and so is every tick: after a move forward, an observation whose
     /// next value or grid point the move passed ticks at once and says what

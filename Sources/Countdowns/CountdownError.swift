@@ -42,14 +42,16 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Reading or writing the file failed (the call and its errno).
     case system(SystemError)
 
-    /// A key as the text of an error: its length, and its first characters
-    /// escaped and quoted (a key may be any length, and hold newlines or
+    /// A key as the text of an error: its length, and its first 40 Unicode
+    /// scalars escaped and quoted (a key may be any length, and hold newlines or
     /// control characters).
     private static func describe(_ key: String) -> String {
         guard !key.isEmpty else { return "an empty string" }
+        // Counted in Unicode scalars: one character may hold any number.
         let shown = 40
-        let start = String(reflecting: String(key.prefix(shown)))
-        return "\(key.utf8.count) bytes: " + (key.count > shown ? start + "…" : start)
+        let scalars = key.unicodeScalars
+        let start = String(reflecting: String(String.UnicodeScalarView(scalars.prefix(shown))))
+        return "\(key.utf8.count) bytes: " + (scalars.dropFirst(shown).isEmpty ? start : start + "…")
     }
 
     /// A sentence saying what went wrong.

@@ -70,7 +70,8 @@ public struct FlashSale: Sendable {
         try center.observe(countdown, every: granularity, handler)
     }
 
-    /// Calls `handler` when a re-sync moves server time by more than
+    /// Calls `handler` when a sync (a re-sync, or the clock's first) moves
+    /// server time by more than
     /// `threshold` (the center's ``CountdownCenter/onTimeBaseJump(threshold:_:)``,
     /// which this sets: a center has one such handler, and it replaces the
     /// one set before, by this sale or another).

@@ -274,13 +274,17 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// and a repeating timer's action that fires its own timer recurses. The
     /// loop itself never starts the action while a call of it runs.
     ///
-    /// A one-shot timer is done as the call begins: inside the action it is
-    /// no longer valid, so an add to a loop, or a `setFireDate(_:)`, made
-    /// meanwhile (from the action or another thread) is refused with
-    /// ``TimerError/invalidated``, and of two calls at once on a one-shot
-    /// timer one runs the action. A repeating timer on no loop is the
-    /// caller's alone: if it is added to a loop while a call by hand runs,
-    /// the loop knows nothing of that call.
+    /// A one-shot timer on no loop is done as the call begins: inside the
+    /// action it is no longer valid, so an add to a loop, or a
+    /// `setFireDate(_:)`, made meanwhile (from the action or another thread)
+    /// is refused with ``TimerError/invalidated``, and of two calls at once
+    /// one runs the action. (On a loop, the call goes through the loop, as
+    /// the loop's own fires do, and the loop starts no other call of the
+    /// action until it returns. A one-shot reads valid inside that action
+    /// but has left the loop's pending timers: `setFireDate(_:)` there throws
+    /// ``TimerError/invalidated``.) A
+    /// repeating timer on no loop is the caller's alone: if it is added to a
+    /// loop while a call by hand runs, the loop knows nothing of that call.
     ///
     /// The corresponding C function is `tk_loop_fire`.
     public func fire() {

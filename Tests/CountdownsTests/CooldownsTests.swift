@@ -580,6 +580,9 @@ struct CooldownsTests {
         #expect(CountdownError.invalidKey("").description.hasSuffix("not an empty string"))
         let text = CountdownError.invalidKey(String(repeating: "\n", count: 1_000_000)).description
         #expect(text.utf8.count < 200 && text.contains("1000000 bytes: \"\\n\\n") && text.hasSuffix("…"), "\(text)")
+        // One character of 100,001 scalars.
+        let accented = CountdownError.invalidKey("e" + String(repeating: "\u{301}", count: 100_000)).description
+        #expect(accented.utf8.count < 300 && accented.hasSuffix("…"), "\(accented.utf8.count) bytes")
         #expect(throws: CountdownError.invalidDuration(.zero)) { try cooldowns.cooldown(key: "a", duration: .zero) }
         #expect(throws: CountdownError.invalidDuration(.nanoseconds(1) / 2)) {
             try cooldowns.cooldown(key: "a", duration: .nanoseconds(1) / 2)

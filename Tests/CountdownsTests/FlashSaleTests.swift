@@ -154,6 +154,30 @@ struct FlashSaleTests {
         }
     }
 
+    @Test("a sync that lands while a trusted center is made: the center counts on it, and tells no jump")
+    func syncWhileMade() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let readings = HookedReadings(LoopClockReadings(loop: loop, bootID: "test-boot"))
+        let clock = TrustedClock(readings: readings)
+        // Server time is 100 s ahead of the wall clock; the sync comes as
+        // the center reads the clock.
+        let serverAhead = Duration.seconds(100)
+        readings.afterNextWallRead {
+            let received = loop.now(.boot)
+            _ = try? clock.sync(with: TimeSample(
+                serverTime: loop.now(.wall).offset + serverAhead, sentAt: received, receivedAt: received))
+        }
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        #expect(clock.isSynced)
+        let jumps = Locked<[Duration]>([])
+        center.onTimeBaseJump(threshold: .zero) { jump in jumps.withLock { $0.append(jump.change) } }
+        let countdown = try center.add(endingAt: TrustedTime(sinceEpoch: clock.now.sinceEpoch + .seconds(60)))
+        #expect(center.remaining(countdown) == .seconds(60))
+        try loop.advance(by: .seconds(60))
+        #expect(!center.contains(countdown))
+        #expect(jumps.value.isEmpty)
+    }
+
     @Test("a re-sync that moves server time forward: the display and the grid tick at once and say what they skipped")
     func resyncForwardTicksAtOnce() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
@@ -288,5 +312,35 @@ struct FlashSaleTests {
         try loop.advance(by: .seconds(10))
         let remaining = try #require(sale.remaining)
         #expect(abs(remaining - .seconds(20)) < .milliseconds(2))
+    }
+}
+
+/// A loop's readings that can run something right after the next wall-clock
+/// read, before the reader gets the value: what another thread does between
+/// that read and the reader's next step.
+final class HookedReadings: ClockReadings, Sendable {
+    let base: LoopClockReadings
+    private let hook = Locked<(@Sendable () -> Void)?>(nil)
+
+    init(_ base: LoopClockReadings) { self.base = base }
+
+    func afterNextWallRead(_ action: @escaping @Sendable () -> Void) { hook.withLock { $0 = action } }
+
+    var boot: BootClock.Instant { base.boot }
+    var monotonic: MonotonicClock.Instant { base.monotonic }
+    var wall: Duration {
+        let wall = base.wall
+        let action = hook.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+        action?()
+        return wall
+    }
+    var bootID: String? { base.bootID }
+
+    nonisolated(nonsending)
+    func sleep(until deadline: BootClock.Instant, tolerance: Duration?) async throws {
+        try await base.sleep(until: deadline, tolerance: tolerance)
     }
 }
