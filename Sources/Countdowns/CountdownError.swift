@@ -43,8 +43,8 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     case system(SystemError)
 
     /// A key as the text of an error: its length, and its first 40 Unicode
-    /// scalars escaped and quoted (a key may be any length, and hold newlines or
-    /// control characters).
+    /// scalars escaped and quoted (a key may be any length, and hold
+    /// newlines or control characters).
     private static func describe(_ key: String) -> String {
         guard !key.isEmpty else { return "an empty string" }
         // Counted in Unicode scalars: one character may hold any number.
