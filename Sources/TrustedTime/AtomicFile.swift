@@ -88,8 +88,10 @@ package enum AtomicFile {
     /// others' bits are dropped rather than granted to another group.
     ///
     /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`,
-    ///   `fsync`, `close`, `rename`; `Errno/invalidArgument` from `open` for
-    ///   a path holding a NUL); the temporary file is removed and `path` is
+    ///   `fsync`, `close`, `rename`; from `open`, `Errno/invalidArgument`
+    ///   for a path holding a NUL, `Errno/noSuchFileOrDirectory` for an
+    ///   empty one and `Errno/isDirectory` for one ending in "/", with no
+    ///   file made); the temporary file is removed and `path` is
     ///   unchanged. Once the rename is done the write has succeeded: the
     ///   directory is then flushed where it can be (see
     ///   ``flushDirectory(of:)``), and a failure there is not reported.
@@ -100,6 +102,15 @@ package enum AtomicFile {
     /// shared directory such as /tmp, pick the file that gets replaced.)
     package static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
         try checkPath(path)
+        // What `open` says of these, before a temporary file is made beside
+        // a path that names no file: none for an empty path, and a
+        // directory for one ending in "/" (a rename would fail after it).
+        guard let last = path.utf8.last else {
+            throw SystemError(errno: .noSuchFileOrDirectory, function: "open")
+        }
+        guard last != UInt8(ascii: "/") else {
+            throw SystemError(errno: .isDirectory, function: "open")
+        }
         let temporary = temporaryPath(for: path)
         let fd = try retrying { () throws(SystemError) in
             try SystemError.posix(

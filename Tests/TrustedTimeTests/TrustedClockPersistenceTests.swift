@@ -527,6 +527,22 @@ struct TrustedClockPersistenceTests {
         }
     }
 
+    @Test("an empty path and one ending in a slash are refused as open refuses them, with no file made")
+    func pathsNamingNoFile() throws {
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let clock = try syncedClock(ScriptedReadings())
+        // Before, a temporary file was made in the working directory, and
+        // the rename failed: "rename" and ENOENT.
+        #expect(throws: TrustedTimeError.system(SystemError(errno: .noSuchFileOrDirectory, function: "open"))) {
+            try clock.save(to: "")
+        }
+        #expect(throws: TrustedTimeError.system(SystemError(errno: .isDirectory, function: "open"))) {
+            try clock.save(to: directory.file("absent/"))
+        }
+        #expect(directory.entries() == [])
+    }
+
     @Test("saving at a symbolic link replaces the link, never the file it leads to")
     func saveAtLink() throws {
         let directory = TrustedTestDirectory()
