@@ -68,7 +68,8 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooManyCooldowns(let count):
             "the state file holds at most \(CooldownStateFile.maximumEntries) cooldowns, not \(count)"
         case .noStateFile: "these cooldowns have no file to save to or restore from"
-        case .stateFileNotFound(let path): "no saved cooldowns at \(path)"
+        // Quoted and escaped: a path may hold a newline.
+        case .stateFileNotFound(let path): "no saved cooldowns at \(String(reflecting: path))"
         case .stateFileTruncated: "the saved cooldowns are truncated"
         case .stateFileCorrupt(let why): "the saved cooldowns are corrupt: \(why)"
         case .notAStateFile: "not a TimerKit cooldown state file"

@@ -95,7 +95,8 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
         case .serverUnsynchronized: "the time server's clock is not synchronised"
         case .stratumOutOfRange: "a reply with a stratum above 15"
         case .invalidTimestamps: "a reply with impossible timestamps"
-        case .stateFileNotFound(let path): "no saved trusted-time state at \(path)"
+        // Quoted and escaped: a path may hold a newline.
+        case .stateFileNotFound(let path): "no saved trusted-time state at \(String(reflecting: path))"
         case .stateFileTruncated: "the saved trusted-time state is truncated"
         case .stateFileCorrupt(let why): "the saved trusted-time state is corrupt: \(why)"
         case .notAStateFile: "not a TimerKit trusted-time state file"

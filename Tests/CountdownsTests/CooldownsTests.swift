@@ -588,6 +588,8 @@ struct CooldownsTests {
             try cooldowns.cooldown(key: "a", duration: .nanoseconds(1) / 2)
         }
         #expect(center.count == 0)
+        // A path is quoted and escaped: one holding a newline stays on one line.
+        #expect(CountdownError.stateFileNotFound("/tmp/a\nb").description == #"no saved cooldowns at "/tmp/a\nb""#)
     }
 
     @Test("the file round-trips: what is saved is what is read")

@@ -368,6 +368,8 @@ struct TrustedClockPersistenceTests {
         #expect(throws: TrustedTimeError.stateFileNotFound(directory.file("none"))) {
             try clock.restore(from: directory.file("none"))
         }
+        // The text quotes and escapes the path: one holding a newline stays on one line.
+        #expect(TrustedTimeError.stateFileNotFound("/tmp/a\nb").description == #"no saved trusted-time state at "/tmp/a\nb""#)
         #expect(throws: TrustedTimeError.system(SystemError(errno: Errno(rawValue: ENOENT), function: "open"))) {
             try clock.save(to: directory.file("no/such/dir/state"))
         }
