@@ -46,12 +46,7 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
     /// scalars escaped and quoted (a key may be any length, and hold
     /// newlines or control characters).
     private static func describe(_ key: String) -> String {
-        guard !key.isEmpty else { return "an empty string" }
-        // Counted in Unicode scalars: one character may hold any number.
-        let shown = 40
-        let scalars = key.unicodeScalars
-        let start = String(reflecting: String(String.UnicodeScalarView(scalars.prefix(shown))))
-        return "\(key.utf8.count) bytes: " + (scalars.dropFirst(shown).isEmpty ? start : start + "…")
+        key.isEmpty ? "an empty string" : "\(key.utf8.count) bytes: " + ErrorText.quoted(key)
     }
 
     /// A sentence saying what went wrong.
@@ -68,8 +63,7 @@ public enum CountdownError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooManyCooldowns(let count):
             "the state file holds at most \(CooldownStateFile.maximumEntries) cooldowns, not \(count)"
         case .noStateFile: "these cooldowns have no file to save to or restore from"
-        // Quoted and escaped: a path may hold a newline.
-        case .stateFileNotFound(let path): "no saved cooldowns at \(String(reflecting: path))"
+        case .stateFileNotFound(let path): "no saved cooldowns at \(ErrorText.quoted(path, limit: 1024))"
         case .stateFileTruncated: "the saved cooldowns are truncated"
         case .stateFileCorrupt(let why): "the saved cooldowns are corrupt: \(why)"
         case .notAStateFile: "not a TimerKit cooldown state file"

@@ -109,9 +109,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .busy:
             "the loop is running on another thread, or this call is not allowed from its callbacks"
         case .tooManyModes(let mode):
-            "the loop already has \(TK_MODE_COUNT) modes; cannot add mode \(mode)"
+            "the loop already has \(TK_MODE_COUNT) modes; cannot add mode \(ErrorText.quoted(mode.name))"
         case .notARunMode(let mode):
-            "\(mode) is a set of modes; a loop runs in one mode"
+            "\(ErrorText.quoted(mode.name)) is a set of modes; a loop runs in one mode"
         case .noModes:
             "a timer needs at least one mode; the list of modes was empty"
         case .notRepeating:

@@ -79,11 +79,11 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String {
         switch self {
         case .invalidSample(let why): "invalid time sample: \(why)"
-        case .invalidHTTPDate(let text): "not an HTTP-date: \"\(text)\""
-        case .invalidServerName(let server): "not a host name or an IP address: \"\(server)\""
-        case .serverNotFound(let server): "the host name \"\(server)\" does not resolve"
+        case .invalidHTTPDate(let text): "not an HTTP-date: \(ErrorText.quoted(text))"
+        case .invalidServerName(let server): "not a host name or an IP address: \(ErrorText.quoted(server))"
+        case .serverNotFound(let server): "the host name \(ErrorText.quoted(server)) does not resolve"
         case .nameResolutionFailed(let server):
-            "the resolver could not look up \"\(server)\""
+            "the resolver could not look up \(ErrorText.quoted(server))"
         case .invalidArgument(let why): "invalid argument: \(why)"
         case .timedOut: "the time server did not answer in time"
         case .connectionRefused: "nothing listens on the time server's port"
@@ -95,8 +95,7 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
         case .serverUnsynchronized: "the time server's clock is not synchronised"
         case .stratumOutOfRange: "a reply with a stratum above 15"
         case .invalidTimestamps: "a reply with impossible timestamps"
-        // Quoted and escaped: a path may hold a newline.
-        case .stateFileNotFound(let path): "no saved trusted-time state at \(String(reflecting: path))"
+        case .stateFileNotFound(let path): "no saved trusted-time state at \(ErrorText.quoted(path, limit: 1024))"
         case .stateFileTruncated: "the saved trusted-time state is truncated"
         case .stateFileCorrupt(let why): "the saved trusted-time state is corrupt: \(why)"
         case .notAStateFile: "not a TimerKit trusted-time state file"

@@ -201,6 +201,21 @@ struct TimerErrorTests {
         try bystanders.expectStillFire()
     }
 
+    @Test("a text shows a string it carries quoted, escaped and cut: a newline or a long name cannot break it")
+    func quotedStrings() {
+        #expect(ErrorText.quoted("") == #""""#)
+        #expect(ErrorText.quoted("a\n\"b\"\u{7}") == #""a\n\"b\"\u{07}""#)
+        #expect(ErrorText.quoted(String(repeating: "x", count: 40)) == "\"" + String(repeating: "x", count: 40) + "\"")
+        #expect(ErrorText.quoted(String(repeating: "x", count: 41)) == "\"" + String(repeating: "x", count: 40) + "\"…")
+        // Cut in Unicode scalars: one character of 100,001 of them.
+        let accented = ErrorText.quoted("e" + String(repeating: "\u{301}", count: 100_000), limit: 3)
+        #expect(accented == "\"e\u{301}\u{301}\"…")
+        let newline = TimerError.tooManyModes(LoopMode("mode\nname")).description
+        #expect(newline.hasSuffix(#"cannot add mode "mode\nname""#), "\(newline)")
+        let long = TimerError.notARunMode(LoopMode(String(repeating: "\n", count: 1_000_000))).description
+        #expect(long.utf8.count < 200 && long.hasPrefix(#""\n\n"#) && !long.contains("\n"), "\(long.utf8.count) bytes")
+    }
+
     @Test("tooManyModes: a loop tells apart 31 modes")
     func tooManyModes() throws {
         let loop = try TimerLoop.manual()

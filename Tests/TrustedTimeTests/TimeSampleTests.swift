@@ -151,6 +151,16 @@ struct SNTPClientTests {
                 try SNTPClient.query(server: name, port: 123)
             }
         }
+        // The texts quote, escape and cut what they carry: a long name
+        // with newlines makes a short line.
+        let long = String(repeating: "a\n", count: 500_000)
+        for error in [
+            TrustedTimeError.invalidServerName(long), .serverNotFound(long), .nameResolutionFailed(long),
+            .invalidHTTPDate(long),
+        ] {
+            #expect(error.description.utf8.count < 200 && !error.description.contains("\n"), "\(error.description.prefix(80))")
+            #expect(error.description.contains(#""a\na\n"#) && error.description.contains("…"))
+        }
         #expect(throws: TrustedTimeError.self) { try SNTPClient.query(server: "127.0.0.1", samples: 0) }
         #expect(throws: TrustedTimeError.self) { try SNTPClient.query(server: "127.0.0.1", samples: 65) }
         // Below a nanosecond the C core would see no time at all.
