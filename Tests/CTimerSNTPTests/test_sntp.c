@@ -614,7 +614,28 @@ static void test_compute_exact(void) {
     /* Server time beyond 2262 from a wall clock at the end of int64_t. */
     p.receive_time = ntp_of(INT64_MAX - 1);
     p.transmit_time = p.receive_time;
+    /* ... which leaves the result as it was. */
+    tk_sntp_result before;
+    memset(&before, 0xA5, sizeof before);
+    r = before;
     CHECK_EQ(tk_sntp_compute(&p, 0, INT64_MAX, 4 * SEC, INT64_MAX, &r), -ERANGE);
+    CHECK(memcmp(&r, &before, sizeof r) == 0);
+
+    /* A precision of 2^34 s or more (up to 2^127 s) holds the precision and
+     * the error bound at INT64_MAX: a bound that never understates, not an
+     * overflow. */
+    p = header;
+    p.receive_time = ntp_of(TK_SNTP_PIVOT_FLOOR_NS);
+    p.transmit_time = p.receive_time;
+    int8_t precisions[] = {33, 34, 62, 127};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        p.precision = precisions[i];
+        CHECK_EQ(tk_sntp_compute(&p, 0, TK_SNTP_PIVOT_FLOOR_NS, 1000, TK_SNTP_PIVOT_FLOOR_NS, &r), 0);
+        int64_t expected = precisions[i] == 33 ? (INT64_C(1000000000) << 33) : INT64_MAX;
+        CHECK_EQ(r.precision_ns, expected);
+        CHECK(r.error_ns >= expected);
+        CHECK_EQ(r.server_time_ns, TK_SNTP_PIVOT_FLOOR_NS + 500);
+    }
 }
 
 /* Random exchanges: the true server time at T4 is always within the bound,

@@ -163,10 +163,12 @@ typedef struct tk_sntp_result {
      * How far server_time_ns may be from true time: delay / 2 (the most the
      * path's asymmetry can add) + root delay / 2 + root dispersion (the
      * server's own distance to its reference) + the server's precision + PHI
-     * times the round trip. Rounded up.
+     * times the round trip. Rounded up, and held at INT64_MAX where the sum
+     * would pass it: a bound that large never understates.
      */
     int64_t error_ns;
-    /** The reply's root delay, root dispersion and precision, in nanoseconds. */
+    /** The reply's root delay, root dispersion and precision, in nanoseconds
+     *  (a precision of 2^34 s or more, beyond int64_t, reads INT64_MAX). */
     int64_t root_delay_ns;
     int64_t root_dispersion_ns;
     int64_t precision_ns;
@@ -272,7 +274,10 @@ int tk_sntp_kiss_code(const tk_sntp_packet *packet, char code[5]);
  *
  * Returns 0; -EINVAL for NULL, a negative boot reading or T4 before T1 on the
  * boot clock; -EBADMSG if the server's processing time (T3 - T2) is longer
- * than the round trip (T4 - T1) or negative; -ERANGE if a result overflows.
+ * than the round trip (T4 - T1) or negative; -ERANGE if the server time or
+ * the offset overflows int64_t (the error bound and the precision are held
+ * at INT64_MAX instead: see tk_sntp_result). On an error `*result` is left
+ * as it was.
  */
 int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
                     int64_t send_wall_ns, int64_t receive_boot_ns,
