@@ -108,9 +108,11 @@ public final class QueueTimer: Sendable {
     ///     that takes the deadline + leeway to the end of the clock's range
     ///     (`Int64.max` nanoseconds) leaves the fire to wake-ups that
     ///     something else brings, as a ``LoopTimer``'s tolerance does.
-    /// - Throws: ``TimerError/cancelled``, ``TimerError/invalidInterval(_:)``,
-    ///   ``TimerError/negativeTolerance(_:)``, or ``TimerError/system(_:)``
-    ///   if the loop cannot take the timer (the schedule in force stays); on
+    /// - Throws: ``TimerError/invalidInterval(_:)`` or
+    ///   ``TimerError/negativeTolerance(_:)`` for a bad argument (checked
+    ///   first, also after ``cancel()``), ``TimerError/cancelled``, or
+    ///   ``TimerError/system(_:)`` if the loop cannot take the timer (the
+    ///   schedule in force stays); on
     ///   a loop whose thread's run failed, that failure (see
     ///   ``TimerLoop/failure``), such as
     ///   ``TimerError/realtimePriorityNotPermitted``.

@@ -353,6 +353,13 @@ struct QueueTimerTests {
         #expect(throws: TimerError.cancelled) {
             try timer.schedule(wallDeadline: rig.loop.now(.wall) + .seconds(1))
         }
+        // A bad argument is reported first, as the doc says.
+        #expect(throws: TimerError.invalidInterval(.zero)) {
+            try timer.schedule(deadline: at(.seconds(1)), repeating: .zero)
+        }
+        #expect(throws: TimerError.negativeTolerance(.seconds(-1))) {
+            try timer.schedule(deadline: at(.seconds(1)), leeway: .seconds(-1))
+        }
         try timer.activate()
         try timer.resume()
         timer.suspend()
