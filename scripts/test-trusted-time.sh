@@ -20,7 +20,9 @@
 #      then under `faketime -f -1h` with FAKETIME_DONT_FAKE_MONOTONIC=1 (only
 #      the wall clock is shifted; the boot clock stays real), then again under
 #      `-2h` restoring the saved state without syncing (a restart in the same
-#      boot, with the clock set back a second hour meanwhile);
+#      boot, with the clock set back a second hour meanwhile), then under
+#      `+70y` and `+300y` (the server's time read in its own era, whatever
+#      the wall clock);
 #   5. reads the real time outside faketime (`timerkit trusted-time --clocks`:
 #      the boot and wall clocks back to back) and checks that trusted time
 #      agrees with it within the reported error bound, that the probe really
@@ -369,6 +371,38 @@ change=$(field "$list" change_ns)
 check "restart: a check reports the wall clock set back another hour (got $change ns)" \
     test "$(field "$list" cause)" = check -a "$(abs $((change + 3600000000000)))" -le 1000000000
 check "restart: the clock asks for a sync after the change" test "$(field "$OUT" needs_sync)" = true
+
+# --- 3a. the wall clock set 70 and 300 years ahead -----------------------------------
+
+# An NTP timestamp names a time only within an era of 136 years: the server's
+# time must not be read in the era of a wall clock set decades ahead (70
+# years ahead once read it 136 years late), nor fail past 2262 (where the
+# wall clock's reading in nanoseconds saturates).
+for ahead in 70y 300y; do
+    echo
+    log "faketime +$ahead"
+    if run_probe "+$ahead" --server localhost --port "$PORT" --samples 4 --timeout-ms 1000 --json &&
+        [ "$(field "$OUT" synced)" = true ]; then
+        pass "+$ahead: the probe syncs from chrony"
+    else
+        fail "+$ahead: the probe syncs from chrony (output: ${OUT:-none})"
+        continue
+    fi
+    echo "      $OUT"
+    probe_boot=$(field "$OUT" boot_ns)
+    gap=$(($(field "$OUT" boot_after_ns) - probe_boot))
+    trusted=$(field "$OUT" trusted_ns)
+    error=$(field "$OUT" trusted_error_ns)
+    real_wall_at "$probe_boot"
+    diff=$((trusted - REAL_AT))
+    echo "      trusted - real = $diff ns; error bound $error ns; read gaps $gap + $REAL_SLOP ns"
+    check "+$ahead: trusted time agrees with the real time within the error bound" \
+        test "$(abs "$diff")" -le $((error + gap + REAL_SLOP))
+    check "+$ahead: the error bound is sane (0 < $error ns < 50 ms)" \
+        test "$error" -gt 0 -a "$error" -lt 50000000
+    check "+$ahead: one wall-clock change reported, by the sync" \
+        test "$(grep -o '"cause"' <<<"$(changes "$OUT")" | wc -l)" -eq 1
+done
 
 # --- 3b. state files: one it cannot restore is left as it is; a link is replaced --
 

@@ -278,22 +278,24 @@ int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
                     int64_t receive_wall_ns, tk_sntp_result *result) {
     if (reply == NULL || result == NULL) return -EINVAL;
     if (send_boot_ns < 0 || receive_boot_ns < send_boot_ns) return -EINVAL;
-    int64_t pivot = receive_wall_ns < TK_SNTP_PIVOT_FLOOR_NS ? TK_SNTP_PIVOT_FLOOR_NS
-                                                            : receive_wall_ns;
+    /* Around a fixed pivot, never the local wall clock, which a user can
+     * set decades off: both come out from 2025 to 2161, which int64_t
+     * holds, so neither call fails and their difference fits. */
     int64_t t2, t3;
-    int rc = tk_ntp_to_unix_ns(reply->receive_time, pivot, &t2);
+    int rc = tk_ntp_to_unix_ns(reply->receive_time, TK_SNTP_PIVOT_NS, &t2);
     if (rc != 0) return rc;
-    rc = tk_ntp_to_unix_ns(reply->transmit_time, pivot, &t3);
+    rc = tk_ntp_to_unix_ns(reply->transmit_time, TK_SNTP_PIVOT_NS, &t3);
     if (rc != 0) return rc;
-    /* Both lie within 2^31 s of the pivot: the difference fits. */
     int64_t processing = t3 - t2;
     int64_t round_trip = receive_boot_ns - send_boot_ns;
     if (processing < 0 || processing > round_trip) return -EBADMSG;
     int64_t delay = round_trip - processing;
     int64_t server_time, offset;
-    if (__builtin_add_overflow(t3, delay / 2, &server_time) ||
-        __builtin_sub_overflow(server_time, receive_wall_ns, &offset)) {
-        return -ERANGE;
+    if (__builtin_add_overflow(t3, delay / 2, &server_time)) return -EOVERFLOW;
+    /* Only a wall clock centuries off takes it past int64_t's range: the
+     * server time is from 2025 to 2161. */
+    if (__builtin_sub_overflow(server_time, receive_wall_ns, &offset)) {
+        offset = receive_wall_ns < 0 ? INT64_MAX : INT64_MIN;
     }
     int64_t root_delay = tk_ntp_short_to_ns(reply->root_delay);
     int64_t root_dispersion = tk_ntp_short_to_ns(reply->root_dispersion);

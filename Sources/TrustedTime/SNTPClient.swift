@@ -46,6 +46,11 @@ public struct SNTPMeasurement: Sendable, Hashable {
 ///
 /// It blocks the calling thread: up to the timeout to resolve a host name,
 /// then up to `samples × timeout` for each address tried.
+///
+/// An NTP timestamp names a time only within an era of 136 years: the
+/// server's time is read as the one it can be from 2025 to 2161, whatever
+/// the local wall clock reads, so a wall clock set decades off cannot move
+/// it to another era.
 public enum SNTPClient {
     /// Sends `samples` requests to `server` and returns the reply with the
     /// smallest delay.
@@ -128,8 +133,9 @@ public enum SNTPClient {
 
 extension TrustedClock {
     /// Syncs from an SNTP server: ``SNTPClient/query(server:port:samples:timeout:)``
-    /// then ``sync(with:)``. Blocks the calling thread up to
-    /// `samples × timeout`.
+    /// then ``sync(with:)``. Blocks the calling thread as the query does:
+    /// up to `timeout` to resolve a host name, then up to
+    /// `samples × timeout` for each address tried.
     ///
     /// The query reads the machine's real boot and wall clocks, so this is
     /// meant for a clock on ``SystemClockReadings``.

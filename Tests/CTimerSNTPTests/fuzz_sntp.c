@@ -20,9 +20,11 @@
  *     packet is a server reply (mode 4, version 3/4, stratum 1..15, leap not
  *     3, transmit non-zero and not before receive, origin == nonce); on
  *     -EACCES the kiss code is four printable characters;
- *   - compute returns 0, -EINVAL, -EBADMSG or -ERANGE; on 0: the delay is
- *     the round trip minus the server's hold, the server time is T3 plus
- *     half the delay, offset = server time - T4 wall, error >= delay / 2;
+ *   - compute returns 0, -EINVAL, -EBADMSG or -EOVERFLOW; on 0: the
+ *     server's timestamps are from 2025 to 2161, whatever the wall clock,
+ *     the delay is the round trip minus the server's hold, the server time
+ *     is T3 plus half the delay, offset = server time - T4 wall (held at
+ *     the ends of int64_t), error >= delay / 2;
  *   - Unix -> NTP -> Unix is exact for a pivot within 68 years.
  *
  * Build:
@@ -146,15 +148,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         tk_sntp_result r;
         int c = tk_sntp_compute(&raw, t1_boot, t1_wall, t4_boot, t4_wall, &r);
-        REQUIRE(c == 0 || c == -EINVAL || c == -EBADMSG || c == -ERANGE);
+        REQUIRE(c == 0 || c == -EINVAL || c == -EBADMSG || c == -EOVERFLOW);
         if (c == 0) {
+            /* From 2025 to 2161, whatever the wall clock reads. */
+            const int64_t span_end = TK_SNTP_PIVOT_FLOOR_NS + 4294967296LL * 1000000000LL;
+            REQUIRE(r.server_receive_ns >= TK_SNTP_PIVOT_FLOOR_NS && r.server_receive_ns < span_end);
+            REQUIRE(r.server_transmit_ns >= TK_SNTP_PIVOT_FLOOR_NS && r.server_transmit_ns < span_end);
             REQUIRE(t1_boot >= 0 && t4_boot >= t1_boot);
             int64_t hold = r.server_transmit_ns - r.server_receive_ns;
             REQUIRE(hold >= 0);
             REQUIRE(r.delay_ns == (t4_boot - t1_boot) - hold);
             REQUIRE(r.delay_ns >= 0);
             REQUIRE(r.server_time_ns == r.server_transmit_ns + r.delay_ns / 2);
-            REQUIRE(r.offset_ns == r.server_time_ns - t4_wall);
+            int64_t offset;
+            if (__builtin_sub_overflow(r.server_time_ns, t4_wall, &offset)) {
+                offset = t4_wall < 0 ? INT64_MAX : INT64_MIN;
+            }
+            REQUIRE(r.offset_ns == offset);
             REQUIRE(r.error_ns >= r.delay_ns / 2);
             REQUIRE(r.error_ns >= r.root_dispersion_ns);
             REQUIRE(r.stratum == raw.stratum && r.reference_id == raw.reference_id);

@@ -63,6 +63,8 @@
 
 /* 2036-02-07 06:28:16 UTC: NTP era 1 starts, in Unix seconds. */
 #define ERA1_UNIX_SECONDS 2085978496LL
+/* The end of the span tk_sntp_compute reads server times in: 2161. */
+#define SPAN_END_NS (TK_SNTP_PIVOT_FLOOR_NS + 4294967296LL * SEC)
 
 /* ------------------------------------------------------------------------
  * Bookkeeping
@@ -585,6 +587,32 @@ static void test_compute_exact(void) {
     CHECK_EQ(run_exchange(&x, &header, &r, &truth), 0);
     CHECK_EQ(r.server_time_ns, truth);
 
+    /* A wall clock set decades or centuries off, either way, up to the ends
+     * of int64_t: the server's time is read the same, from 2025 to 2161
+     * (the wall clock used to choose the era: 70 years ahead read the
+     * server 136 years late, and the ends failed with -ERANGE). The offset
+     * is held at the ends of int64_t where it does not fit. */
+    const int64_t year = 365LL * 86400 * SEC;
+    const int64_t servers[] = {TK_SNTP_PIVOT_FLOOR_NS + SEC, TK_SNTP_PIVOT_FLOOR_NS + year,
+                               ERA1_UNIX_SECONDS * SEC + year, SPAN_END_NS - 10 * SEC};
+    const int64_t walls[] = {INT64_MIN, -290 * year, 0, TK_SNTP_PIVOT_FLOOR_NS + 70 * year,
+                             TK_SNTP_PIVOT_FLOOR_NS + 140 * year, INT64_MAX - 10 * SEC};
+    for (size_t s = 0; s < sizeof servers / sizeof servers[0]; s++) {
+        for (size_t w = 0; w < sizeof walls / sizeof walls[0]; w++) {
+            tk_sntp_packet q = header;
+            q.receive_time = ntp_of(servers[s]);
+            q.transmit_time = ntp_of(servers[s] + MS);
+            CHECK_EQ(tk_sntp_compute(&q, 0, walls[w], 4 * MS, walls[w] + 4 * MS, &r), 0);
+            CHECK_EQ(r.server_receive_ns, servers[s]);
+            CHECK_EQ(r.server_time_ns, servers[s] + MS + 3 * MS / 2);
+            int64_t offset;
+            if (__builtin_sub_overflow(r.server_time_ns, walls[w] + 4 * MS, &offset)) {
+                offset = walls[w] < 0 ? INT64_MAX : INT64_MIN;
+            }
+            CHECK_EQ(r.offset_ns, offset);
+        }
+    }
+
     /* A server across the 2036 boundary: T2 in era 0, T3 in era 1. */
     x.t1_wall = TK_SNTP_PIVOT_FLOOR_NS;
     x.offset = ERA1_UNIX_SECONDS * SEC - x.t1_wall - x.out - 300 * US;
@@ -611,14 +639,16 @@ static void test_compute_exact(void) {
     CHECK_EQ(tk_sntp_compute(&p, -1, x.t1_wall, 5, x.t1_wall, &r), -EINVAL);
     CHECK_EQ(tk_sntp_compute(NULL, 0, 0, 0, 0, &r), -EINVAL);
     CHECK_EQ(tk_sntp_compute(&p, 0, 0, 0, 0, NULL), -EINVAL);
-    /* Server time beyond 2262 from a wall clock at the end of int64_t. */
-    p.receive_time = ntp_of(INT64_MAX - 1);
+    /* A server time past int64_t: a server at the end of the span (2161)
+     * and a round trip of 292 years on the boot clock. An error leaves the
+     * result as it was. */
+    p.receive_time = ntp_of(SPAN_END_NS - SEC);
     p.transmit_time = p.receive_time;
-    /* ... which leaves the result as it was. */
     tk_sntp_result before;
     memset(&before, 0xA5, sizeof before);
     r = before;
-    CHECK_EQ(tk_sntp_compute(&p, 0, INT64_MAX, 4 * SEC, INT64_MAX, &r), -ERANGE);
+    CHECK_EQ(tk_sntp_compute(&p, 0, TK_SNTP_PIVOT_FLOOR_NS, INT64_MAX, TK_SNTP_PIVOT_FLOOR_NS, &r),
+             -EOVERFLOW);
     CHECK(memcmp(&r, &before, sizeof r) == 0);
 
     /* A precision of 2^34 s or more (up to 2^127 s) holds the precision and
@@ -647,11 +677,17 @@ static void test_compute_random(void) {
         header.root_delay = (uint32_t)rng_range(0, 0x00020000);
         header.root_dispersion = (uint32_t)rng_range(0, 0x00020000);
         header.precision = (int8_t)rng_range(-32, 0);
+        /* A server anywhere in the span that replies are read in (from
+         * 2025 to 2161), and a wall clock near it or anywhere from 1875 to
+         * 2065: the wall clock has no say in the server's time. */
+        int64_t server = rng_range(TK_SNTP_PIVOT_FLOOR_NS + 100 * SEC, SPAN_END_NS - 100 * SEC);
+        int64_t wall = rng_next(&g_rng) % 2 == 0
+                           ? server + rng_range(-10LL * 365 * 86400 * SEC, 10LL * 365 * 86400 * SEC)
+                           : rng_range(-3000000000LL * SEC, 3000000000LL * SEC);
         exchange x = {
             .t1_boot = rng_range(0, 400LL * 86400 * SEC),
-            .t1_wall = rng_range(TK_SNTP_PIVOT_FLOOR_NS - 50LL * 365 * 86400 * SEC,
-                                 TK_SNTP_PIVOT_FLOOR_NS + 50LL * 365 * 86400 * SEC),
-            .offset = rng_range(-10LL * 365 * 86400 * SEC, 10LL * 365 * 86400 * SEC),
+            .t1_wall = wall,
+            .offset = server - wall,
             .out = rng_range(0, 2 * SEC),
             .hold = rng_range(0, SEC),
             .back = rng_range(0, 2 * SEC),
@@ -1781,13 +1817,23 @@ static void test_query_wall_past_2262(void) {
         return;
     }
     /* About 2326: past what int64 nanoseconds hold. The reading saturates
-     * (a wrapped one is a signed overflow, which UBSan stops on), and no
-     * NTP era near it fits in the nanoseconds either: -ERANGE. */
+     * (a wrapped one is a signed overflow, which UBSan stops on). The
+     * server's time is read as it is, whatever the local wall clock says
+     * (the wall clock used to choose the era, and this failed with
+     * -ERANGE): the fake server on its own thread answers with the
+     * machine's time. */
     tk_sntp_result r;
+    struct timespec before, after;
+    __real_clock_gettime(CLOCK_REALTIME, &before);
     g_wall_shift_s = 300LL * 365 * 86400;
     int rc = tk_sntp_query("127.0.0.1", s.port, 2 * SEC, 1, &r);
     g_wall_shift_s = 0;
-    CHECK_EQ(rc, -ERANGE);
+    __real_clock_gettime(CLOCK_REALTIME, &after);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(r.receive_wall_ns, INT64_MAX);
+    CHECK_GE(r.server_time_ns, (int64_t)before.tv_sec * SEC + before.tv_nsec - SEC);
+    CHECK_LE(r.server_time_ns, (int64_t)after.tv_sec * SEC + after.tv_nsec + SEC);
+    CHECK_EQ(r.offset_ns, r.server_time_ns - INT64_MAX);
     CHECK_EQ(atomic_load(&s.requests), 1);
     fake_stop(&s);
 }

@@ -83,12 +83,20 @@ extern "C" {
 #define TK_NTP_UNIX_EPOCH_OFFSET 2208988800LL
 
 /**
- * The earliest pivot tk_sntp_compute and tk_sntp_query use to place NTP
- * timestamps in their era: 2025-01-01 00:00:00 UTC, in Unix nanoseconds. A
- * local wall clock reading earlier than this (a dead RTC that restarted in
- * 1970) is replaced by it, so the server's time still lands in the right era.
+ * Where tk_sntp_compute and tk_sntp_query place the server's timestamps. An
+ * NTP timestamp names a time only within an era of 2^32 seconds (136
+ * years); they read it as the one time it can be from
+ * TK_SNTP_PIVOT_FLOOR_NS (2025-01-01 00:00:00 UTC, in Unix nanoseconds) to
+ * 2^32 s later (2161-02-07 06:28:16 UTC), by converting it with
+ * tk_ntp_to_unix_ns around TK_SNTP_PIVOT_NS, the middle of that span.
+ *
+ * The local wall clock plays no part in it: a wall clock set decades ahead
+ * or back, or a dead RTC that restarted in 1970, cannot move the server's
+ * time to another era (a trusted clock is built on this). A program that
+ * must read times outside that span converts the reply's timestamps itself.
  */
 #define TK_SNTP_PIVOT_FLOOR_NS (1735689600LL * 1000000000LL)
+#define TK_SNTP_PIVOT_NS (TK_SNTP_PIVOT_FLOOR_NS + 2147483648LL * 1000000000LL)
 
 /** The NTP modes this client sends and accepts. */
 #define TK_SNTP_MODE_CLIENT 3
@@ -157,7 +165,9 @@ typedef struct tk_sntp_result {
     int64_t delay_ns;
     /** The server's time at T4, T3 + delay / 2, Unix nanoseconds. */
     int64_t server_time_ns;
-    /** server_time_ns - receive_wall_ns: how far the local wall clock is behind. */
+    /** server_time_ns - receive_wall_ns: how far the local wall clock is
+     *  behind; held at INT64_MIN or INT64_MAX where the difference does not
+     *  fit (a wall clock set centuries off). */
     int64_t offset_ns;
     /**
      * How far server_time_ns may be from true time: delay / 2 (the most the
@@ -269,15 +279,16 @@ int tk_sntp_kiss_code(const tk_sntp_packet *packet, char code[5]);
  * Computes delay, server time, offset and error bound from a validated reply
  * and the local readings of the exchange: T1 (send) and T4 (receive) on the
  * boot clock and the wall clock. Fills every field of `*result` except the
- * request counters. The server's timestamps are placed in the era nearest the
- * local wall clock at T4 (but not before TK_SNTP_PIVOT_FLOOR_NS).
+ * request counters. The server's timestamps are placed in the era that puts
+ * them from 2025 to 2161, whatever the local wall clock reads (see
+ * TK_SNTP_PIVOT_FLOOR_NS); the wall readings give only the offset.
  *
  * Returns 0; -EINVAL for NULL, a negative boot reading or T4 before T1 on the
  * boot clock; -EBADMSG if the server's processing time (T3 - T2) is longer
- * than the round trip (T4 - T1) or negative; -ERANGE if the server time or
- * the offset overflows int64_t (the error bound and the precision are held
- * at INT64_MAX instead: see tk_sntp_result). On an error `*result` is left
- * as it was.
+ * than the round trip (T4 - T1) or negative; -EOVERFLOW if the server time
+ * does not fit in int64_t (a round trip of a century on the boot clock). The
+ * offset, the error bound and the precision are held at the ends of int64_t
+ * instead (see tk_sntp_result). On an error `*result` is left as it was.
  */
 int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
                     int64_t send_wall_ns, int64_t receive_boot_ns,
