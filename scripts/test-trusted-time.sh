@@ -150,6 +150,22 @@ real_wall_at() {
     REAL_BOOT=$boot_a
 }
 
+# check_trusted_agrees LABEL: checks that the trusted time in the probe's
+# report ($OUT) is the real time within the error bound it reported plus the
+# gaps between the reads it brackets; sets `error` to that bound.
+check_trusted_agrees() {
+    local boot gap trusted diff
+    boot=$(field "$OUT" boot_ns)
+    gap=$(($(field "$OUT" boot_after_ns) - boot))
+    trusted=$(field "$OUT" trusted_ns)
+    error=$(field "$OUT" trusted_error_ns)
+    real_wall_at "$boot"
+    diff=$((trusted - REAL_AT))
+    echo "      trusted - real = $diff ns; error bound $error ns; read gaps $gap + $REAL_SLOP ns"
+    check "$1: trusted time agrees with the real time within the error bound" \
+        test "$(abs "$diff")" -le $((error + gap + REAL_SLOP))
+}
+
 # --- chronyd ----------------------------------------------------------------------
 
 WORK=$(mktemp -d /tmp/timerkit-trusted-time.XXXXXX)
@@ -356,15 +372,7 @@ echo "      $OUT"
 check "restart: the saved state is restored" \
     test "$(field "$OUT" restore)" = "restored 1 samples"
 check "restart: trusted time continues without a sync" test "$(field "$OUT" synced)" = true
-probe_boot=$(field "$OUT" boot_ns)
-gap=$(($(field "$OUT" boot_after_ns) - probe_boot))
-trusted=$(field "$OUT" trusted_ns)
-error=$(field "$OUT" trusted_error_ns)
-real_wall_at "$probe_boot"
-diff=$((trusted - REAL_AT))
-echo "      trusted - real = $diff ns; error bound $error ns; read gaps $gap + $REAL_SLOP ns"
-check "restart: trusted time agrees with the real time within the error bound" \
-    test "$(abs "$diff")" -le $((error + gap + REAL_SLOP))
+check_trusted_agrees restart
 list=$(changes "$OUT")
 echo "      wall-clock changes: [$list]"
 change=$(field "$list" change_ns)
@@ -389,15 +397,7 @@ for ahead in 70y 300y; do
         continue
     fi
     echo "      $OUT"
-    probe_boot=$(field "$OUT" boot_ns)
-    gap=$(($(field "$OUT" boot_after_ns) - probe_boot))
-    trusted=$(field "$OUT" trusted_ns)
-    error=$(field "$OUT" trusted_error_ns)
-    real_wall_at "$probe_boot"
-    diff=$((trusted - REAL_AT))
-    echo "      trusted - real = $diff ns; error bound $error ns; read gaps $gap + $REAL_SLOP ns"
-    check "+$ahead: trusted time agrees with the real time within the error bound" \
-        test "$(abs "$diff")" -le $((error + gap + REAL_SLOP))
+    check_trusted_agrees "+$ahead"
     check "+$ahead: the error bound is sane (0 < $error ns < 50 ms)" \
         test "$error" -gt 0 -a "$error" -lt 50000000
     check "+$ahead: one wall-clock change reported, by the sync" \
