@@ -545,6 +545,7 @@ run_logged "$LOGS/timerkit-clocks.log" .build/release/timerkit clocks
 [ "$RUN_STATUS" -eq 0 ] || fail "timerkit clocks exited with status $RUN_STATUS"
 # A command line it cannot use is refused with status 64, a line that says
 # why, and the usage.
+REFUSED=0
 timerkit_refuses() {
     local why=$1 status=0 output
     shift
@@ -554,6 +555,7 @@ timerkit_refuses() {
         fail "timerkit $* was not refused with 64, 'timerkit: $why' and the usage (status $status: $output)"
     fi
     PASSED=$((PASSED + 1))
+    REFUSED=$((REFUSED + 1))
 }
 timerkit_refuses "no command given"
 timerkit_refuses "unknown command bogus" bogus
@@ -575,6 +577,7 @@ subcommand_refuses() {
         fail "timerkit $* was not refused with 64, 'timerkit $1: $why' and its usage (status $status: $output)"
     fi
     PASSED=$((PASSED + 1))
+    REFUSED=$((REFUSED + 1))
 }
 subcommand_refuses "unknown option --json" clocks --json
 # Numbers are decimal, as the usages show them: C's other forms (hex,
@@ -583,6 +586,12 @@ subcommand_refuses "--seconds needs 0.1 to 86400 seconds" fps --seconds 0x10
 subcommand_refuses "--rate needs 1 to 1000 frames per second" fps --rate 1e2
 subcommand_refuses "--print-after needs a number of seconds, 0 to 86400" demo --print-after inf
 subcommand_refuses "unknown option now" clocks now --help
+# Whole numbers are digits alone: a sign, which Int(_:) takes, is refused.
+subcommand_refuses "--port needs a port number" trusted-time --server localhost --port +123
+subcommand_refuses "--samples needs a number in 1...64" trusted-time --server localhost --samples +1
+subcommand_refuses "--timeout-ms needs a number of milliseconds, 1 to 60000" \
+    trusted-time --server localhost --timeout-ms +100
+subcommand_refuses "--seed needs a whole number" fps --seed +5
 # An argument is outside text: shown with its control characters escaped,
 # never acted on by the terminal that shows standard error.
 subcommand_refuses 'unknown option \e[2J\n' demo $'\e[2J\n'
@@ -680,7 +689,7 @@ PASSED=$((PASSED + 3))
     fail "timerkit fps into a file did not write whole lines: $(cat "$TIMERKIT_SCRATCH/fps.out")"
 PASSED=$((PASSED + 1))
 rm -rf "$TIMERKIT_SCRATCH"
-end_stage "timerkit ran; --help, help fps and clocks --help, 19 bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
+end_stage "timerkit ran; --help, help fps and clocks --help, $REFUSED bad command lines refused, 12 unwritable outputs reported, standard error closed or full"
 
 # --- peers: the full benchmarks package, kept working -----------------------------
 

@@ -62,7 +62,7 @@ enum FpsCommand: Subcommand {
                 guard let value = number(argument, 0...10_000) else { return usageError("--spike-ms needs 0 to 10000 ms") }
                 options.spikeMilliseconds = value
             case "--seed":
-                guard let text = rest.popFirst(), let value = UInt64(text) else { return usageError("--seed needs a whole number") }
+                guard let text = rest.popFirst(), let value = wholeNumber(text) else { return usageError("--seed needs a whole number") }
                 options.seed = value
             case "--json":
                 options.json = true

@@ -27,6 +27,16 @@ extension Subcommand {
     }
 }
 
+/// `text` as a whole number written in decimal digits alone, as the usages
+/// show them, or nil (also for one past `UInt64.max`). `Int(_:)` and
+/// `UInt64(_:)` alone also take a leading "+" (and `Int(_:)` a "-").
+func wholeNumber(_ text: String) -> UInt64? {
+    guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+        return nil
+    }
+    return UInt64(text)
+}
+
 /// `text` as a number written in decimal, as the usages show them: digits,
 /// with at most one "." among them. `Double(_:)` alone also takes C's forms
 /// ("0x10", "1e3", "inf", "nan"), which no usage offers.

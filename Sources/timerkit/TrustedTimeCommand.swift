@@ -71,16 +71,18 @@ enum TrustedTimeCommand: Subcommand {
                 guard let value = rest.popFirst() else { return usageError("--server needs a host") }
                 options.server = value
             case "--port":
-                guard let value = rest.popFirst(), let port = UInt16(value), port != 0 else {
+                guard let value = rest.popFirst(), let port = wholeNumber(value).flatMap(UInt16.init(exactly:)), port != 0 else {
                     return usageError("--port needs a port number")
                 }
                 options.port = port
             case "--samples":
-                guard let value = rest.popFirst(), let samples = Int(value), (1...64).contains(samples)
+                guard let value = rest.popFirst(), let samples = wholeNumber(value).flatMap(Int.init(exactly:)),
+                    (1...64).contains(samples)
                 else { return usageError("--samples needs a number in 1...64") }
                 options.samples = samples
             case "--timeout-ms":
-                guard let value = rest.popFirst(), let milliseconds = Int64(value), (1...60_000).contains(milliseconds)
+                guard let value = rest.popFirst(), let milliseconds = wholeNumber(value).flatMap(Int64.init(exactly:)),
+                    (1...60_000).contains(milliseconds)
                 else { return usageError("--timeout-ms needs a number of milliseconds, 1 to 60000") }
                 options.timeout = .milliseconds(milliseconds)
             case "--state":
