@@ -681,6 +681,14 @@ static int query_address(query *q, const struct sockaddr *server, socklen_t serv
                     done = 1;
                     break;
                 }
+                /* Read at or past the deadline: the sample has timed out, as
+                 * the wait would have said. Otherwise a stream of datagrams
+                 * to reject (a flood of forged ones) could hold the query
+                 * here past its timeout for as long as it lasts. */
+                if (receive_boot >= deadline) {
+                    done = 1;
+                    break;
+                }
                 tk_sntp_packet packet;
                 rc = tk_sntp_parse_reply(reply, (size_t)got, nonces[sample], &packet);
                 if (rc == -ENOMSG) {

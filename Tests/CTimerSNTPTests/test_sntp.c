@@ -27,11 +27,13 @@
  *     lookup slower than the timeout (and its list freed when it ends),
  *     signals during a lookup, and literals never reaching the resolver;
  *   - a local wall clock past April 2262 (clock_gettime is wrapped, on the
- *     querying thread only): read as INT64_MAX, never a wrapped reading.
+ *     querying thread only): read as INT64_MAX, never a wrapped reading;
+ *   - datagrams to reject still coming when the timeout passes (recv is
+ *     wrapped too): the query stops reading them.
  *
  * Usage: test_sntp [seed] [--only=NAME]     (or env TK_SEED)
  */
-/* test link flags: -Wl,--wrap=clock_gettime */
+/* test link flags: -Wl,--wrap=clock_gettime -Wl,--wrap=recv */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -1801,13 +1803,73 @@ static void test_query_name_eintr(void) {
 int __real_clock_gettime(clockid_t clock, struct timespec *ts);
 int __wrap_clock_gettime(clockid_t clock, struct timespec *ts);
 
-/* Seconds added to the wall-clock readings of this thread while set. */
+/* Seconds added to the wall-clock readings of this thread while set, and
+ * to its boot-clock readings. */
 static _Thread_local int64_t g_wall_shift_s;
+static _Thread_local int64_t g_boot_shift_s;
 
 int __wrap_clock_gettime(clockid_t clock, struct timespec *ts) {
     int result = __real_clock_gettime(clock, ts);
     if (result == 0 && clock == CLOCK_REALTIME) ts->tv_sec += (time_t)g_wall_shift_s;
+    if (result == 0 && clock == CLOCK_BOOTTIME) ts->tv_sec += (time_t)g_boot_shift_s;
     return result;
+}
+
+/* ---- query_stops_reading_at_deadline --------------------------------------- */
+
+ssize_t __real_recv(int fd, void *buffer, size_t size, int flags);
+ssize_t __wrap_recv(int fd, void *buffer, size_t size, int flags);
+
+/* While set on a thread: its first datagram received waits 50 ms first (so
+ * that every datagram the server sent with it is queued), then the boot
+ * clock of the thread moves this many seconds on. Counts its datagrams. */
+static _Thread_local int64_t g_recv_then_jump_s;
+static _Thread_local int g_datagrams_received;
+
+ssize_t __wrap_recv(int fd, void *buffer, size_t size, int flags) {
+    if (g_recv_then_jump_s != 0 && g_datagrams_received == 0) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    ssize_t got = __real_recv(fd, buffer, size, flags);
+    if (got >= 0 && g_recv_then_jump_s != 0 && g_datagrams_received++ == 0) {
+        g_boot_shift_s = g_recv_then_jump_s;
+    }
+    return got;
+}
+
+/* Twenty forged replies (wrong origin), then the genuine one, all at once. */
+static void scenario_flood_then_good(fake_server *s, unsigned index,
+                                     const tk_sntp_packet *request, int64_t receive_ns) {
+    for (int i = 0; i < 20; i++) {
+        tk_sntp_packet forged = fake_good(s, index, request, receive_ns);
+        forged.origin_time += 1 + (uint64_t)i;
+        fake_reply(s, &forged, TK_SNTP_PACKET_SIZE, 0);
+    }
+    tk_sntp_packet p = fake_good(s, index, request, receive_ns);
+    fake_reply(s, &p, TK_SNTP_PACKET_SIZE, 0);
+}
+
+static void test_query_stops_reading_at_deadline(void) {
+    fake_server s;
+    if (fake_start(&s, AF_INET, scenario_flood_then_good, 0) != 0) {
+        CHECK(!"cannot start a UDP server on 127.0.0.1");
+        return;
+    }
+    /* The boot clock passes the timeout as the first forged reply is read:
+     * the sample has timed out (that datagram, read too late, counts for
+     * nothing), and the twenty datagrams queued behind it are left unread (they used to be read to the end, and the genuine
+     * one taken, whatever the time). */
+    tk_sntp_result r;
+    g_datagrams_received = 0;
+    g_recv_then_jump_s = 3;
+    int rc = tk_sntp_query("127.0.0.1", s.port, 2 * SEC, 1, &r);
+    g_recv_then_jump_s = 0;
+    g_boot_shift_s = 0;
+    CHECK_EQ(rc, -ETIMEDOUT);
+    CHECK_EQ(g_datagrams_received, 1);
+    CHECK_EQ(atomic_load(&s.requests), 1);
+    fake_stop(&s);
 }
 
 static void test_query_wall_past_2262(void) {
@@ -1850,6 +1912,7 @@ static const test_case tests[] = {
     {"compute_random", test_compute_random, 120},
     {"query_good", test_query_good, 120},
     {"query_wall_past_2262", test_query_wall_past_2262, 120},
+    {"query_stops_reading_at_deadline", test_query_stops_reading_at_deadline, 120},
     {"query_rejections", test_query_rejections, 120},
     {"query_spoof_then_good", test_query_spoof_then_good, 120},
     {"query_best_sample", test_query_best_sample, 120},

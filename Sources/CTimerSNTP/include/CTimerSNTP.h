@@ -312,7 +312,9 @@ int tk_sntp_check_server(const char *server);
 /**
  * Asks an SNTP server for the time: sends `samples` requests one after the
  * other over UDP, each waiting at most `timeout_ns` (on the boot clock) for
- * its reply, and keeps the valid reply with the smallest delay.
+ * its reply, and keeps the valid reply with the smallest delay. A datagram
+ * read once a request's time is up counts for nothing, so that datagrams
+ * still coming (a flood of forged ones) cannot hold the query past it.
  *
  * `address` is an IPv4 or IPv6 address literal ("127.0.0.1", "::1"; no
  * brackets, no port, no scope "%eth0"), used as is, or a host name
