@@ -8,9 +8,13 @@ extension TimeSample {
     /// §7.1.1.1): the preferred IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`,
     /// and the obsolete RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT` and asctime
     /// `Sun Nov  6 08:49:37 1994`. The day name must match the date. A
-    /// two-digit RFC 850 year is read as the year with those digits that is
-    /// not more than 50 years after the wall clock's year. A leap second
-    /// (`:60`) is read as the next second.
+    /// two-digit RFC 850 year is read as the year with those digits, from
+    /// 1925 to 2324, on whose calendar the date falls on the day the header
+    /// names: at most one does, since the same date falls on a different
+    /// day of the week in each of four centuries running. (RFC 7231 reads
+    /// it against the current year, which a trusted clock must not take
+    /// from the wall clock.) A leap second (`:60`) is read as the next
+    /// second.
     ///
     /// - Throws: ``TrustedTimeError/invalidHTTPDate(_:)``.
     public init(httpDate: String, sentAt: BootClock.Instant, receivedAt: BootClock.Instant)
@@ -28,7 +32,7 @@ extension TimeSample {
 /// An HTTP-date parser (RFC 7231 §7.1.1.1), without Foundation.
 enum HTTPDate {
     /// Seconds since the Unix epoch, or `nil` if `text` is not an HTTP-date.
-    static func parse(_ text: String, currentYear: Int64? = nil) -> Int64? {
+    static func parse(_ text: String) -> Int64? {
         var scanner = Scanner(Array(text.utf8))
         // Leading and trailing optional whitespace is allowed around a header
         // field value.
@@ -39,7 +43,7 @@ enum HTTPDate {
         } else if scanner.peek(" ", at: 3) {
             result = asctime(&scanner)
         } else {
-            result = rfc850(&scanner, currentYear: currentYear ?? wallClockYear())
+            result = rfc850(&scanner)
         }
         guard let result else { return nil }
         scanner.skipSpaces()
@@ -58,19 +62,25 @@ enum HTTPDate {
     }
 
     /// `Sunday, 06-Nov-94 08:49:37 GMT`
-    private static func rfc850(_ s: inout Scanner, currentYear: Int64) -> Int64? {
+    private static func rfc850(_ s: inout Scanner) -> Int64? {
         guard let weekday = s.name(CivilTime.longWeekdayNames), s.literal(", "),
             let day = s.digits(2), s.literal("-"),
             let month = s.name(CivilTime.monthNames), s.literal("-"),
             let twoDigits = s.digits(2), s.literal(" "),
             let time = timeOfDay(&s), s.literal(" GMT")
         else { return nil }
-        // The year ending in these digits that is not more than 50 years in
-        // the future (RFC 7231 §7.1.1.1).
-        let century = currentYear - currentYear % 100
-        var year = century + Int64(twoDigits)
-        if year > currentYear + 50 { year -= 100 }
-        return combine(year: year, month: month + 1, day: day, time: time, weekday: weekday)
+        // The one year with these digits from 1925 to 2324 whose calendar
+        // has the date on that weekday: a century moves a date on by 5 days
+        // of the week, or 6 across a leap year divisible by 400, so four
+        // centuries running put it on four different days.
+        for century in stride(from: Int64(1900), through: 2300, by: 100) {
+            let year = century + Int64(twoDigits)
+            guard (1925...2324).contains(year) else { continue }
+            if let seconds = combine(year: year, month: month + 1, day: day, time: time, weekday: weekday) {
+                return seconds
+            }
+        }
+        return nil
     }
 
     /// `Sun Nov  6 08:49:37 1994` (the day padded with a space, or two digits)
@@ -106,11 +116,6 @@ enum HTTPDate {
         let days = CivilTime.days(year: year, month: month, day: day)
         guard CivilTime.weekday(days: days) == weekday else { return nil }
         return days * 86_400 + time
-    }
-
-    private static func wallClockYear() -> Int64 {
-        let seconds = SystemClockReadings().wall.components.seconds
-        return CivilTime.date(days: seconds / 86_400).year
     }
 
     /// Reads ASCII bytes front to back.
