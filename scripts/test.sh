@@ -620,6 +620,12 @@ FPS_USAGE="usage: timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P
 prints_usage "$FPS_USAGE" help fps
 prints_usage "$FPS_USAGE" --help fps
 prints_usage "usage: timerkit clocks" --help
+# fps's usage gives each option's range, as its refusals do.
+FPS_HELP=$(.build/release/timerkit help fps)
+for range in "(1 to 1000," "(0.1 to 86400," "(0 to 10000," "(0 to 100,"; do
+    grep -Fq -- "$range" <<<"$FPS_HELP" || fail "timerkit help fps does not give the range $range"
+    PASSED=$((PASSED + 1))
+done
 prints_usage "usage: timerkit clocks" help help
 
 # Output that cannot be written (a full disk, a closed descriptor, a pipe

@@ -230,8 +230,11 @@ public struct FrameRateMonitor: Sendable {
     /// ticker (``FrameTicker/Frame/droppedFrames``, which follows rate
     /// changes) and its hitch as the frame time beyond one of the grid steps
     /// it spans. Record every frame the ticker delivers: the grid points of
-    /// a frame not recorded are not counted as dropped. See the `record(_:)`
-    /// that takes an instant.
+    /// a frame not recorded are not counted as dropped. Call ``restart()``
+    /// when the ticker resumes from a pause: a paused ticker drops nothing,
+    /// so without it the first frame after the pause counts the whole pause
+    /// as one long frame time (no hitch, no drop, but a lower frame rate and
+    /// higher percentiles). See the `record(_:)` that takes an instant.
     @discardableResult
     public mutating func record(_ frame: FrameTicker.Frame) -> Reading? {
         record(nanoseconds: frame.timestamp.nanoseconds, expected: .tickerDrops(frame.droppedFrames))

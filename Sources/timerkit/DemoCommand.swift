@@ -30,10 +30,10 @@ enum DemoCommand: Subcommand {
           A terminal screen of countdowns on one TimerLoop: a flash sale, a carousel that
           keeps turning during a drag (tracking mode) beside a badge that waits (default
           mode), and a verification-code cooldown that survives a restart.
-          Keys: q quits, d starts or ends the drag, s sends a code; Ctrl-Z stops it. After
-          bg it runs on without drawing or reading keys, the terminal left to the shell,
-          until fg; left in the background once the shell that started it is gone, it
-          quits, saying so (status 1).
+          Keys: q (or Ctrl-C) quits, d starts or ends the drag, s sends a code; Ctrl-Z
+          stops it. After bg it runs on without drawing or reading keys, the terminal left
+          to the shell, until fg; left in the background once the shell that started it is
+          gone, it quits, saying so (status 1).
             --state FILE     where the cooldown is saved (default: $TMPDIR/timerkit-demo.state,
                              with /tmp when TMPDIR is unset, empty or not UTF-8 text);
                              a save that fails is shown, and said again at exit (status 1);

@@ -16,12 +16,15 @@ enum FpsCommand: Subcommand {
         usage: timerkit fps [--rate HZ] [--seconds S] [--work-ms X] [--jank P] [--spike-ms Y]
                             [--seed N] [--json]
 
-          Runs a frame ticker at HZ frames per second (default 60) for S seconds (default 10),
-          each frame busy for X ms (default 0) and, on P % of the frames, for Y ms instead
-          (default 50; a frame's work stops where the run ends). Shows fps, p99 frame time,
-          dropped frames and hitch time (ms per s) on one line that updates in place (a
-          line a second to a file or a pipe, or with TERM=dumb); --json prints one summary
-          object at the end (its measured fields null when fewer than two frames came).
+          Runs a frame ticker at HZ frames per second (1 to 1000, default 60) for S seconds
+          (0.1 to 86400, default 10), each frame busy for X ms (0 to 10000, default 0) and,
+          on P % of the frames (0 to 100, default 0), for Y ms instead (0 to 10000, default
+          50; a frame's work stops where the run ends); the frames that spike are picked
+          by a generator seeded with N (a whole number, default 1). Numbers are decimal.
+          Shows fps, p99 frame time, dropped frames and hitch time (ms per s) on one line
+          that updates in place (a line a second to a file or a pipe, or with TERM=dumb);
+          --json prints one summary object at the end (its measured fields null when
+          fewer than two frames came).
 
         """
 
