@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TimerKit
 
 // What the command prints: aligned columns, durations as seconds, and JSON
 // for scripts (the trusted-time test reads one JSON object a line); and the
@@ -134,7 +135,7 @@ func printable(_ text: String) -> String {
         case 0x0D: out += #"\r"#.unicodeScalars
         case 0x1B: out += #"\e"#.unicodeScalars
         default:
-            if actsOnText(scalar) {
+            if ErrorText.actsOnText(scalar) {
                 out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars
             } else {
                 out.append(scalar)
@@ -142,18 +143,6 @@ func printable(_ text: String) -> String {
         }
     }
     return String(out)
-}
-
-/// Whether `scalar` acts on the text around it rather than showing: a C0
-/// or C1 control or DEL, the line or paragraph separator, or a
-/// bidirectional control (which reorders what follows).
-func actsOnText(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-        true
-    default:
-        false
-    }
 }
 
 extension DefaultStringInterpolation {
@@ -227,7 +216,7 @@ indirect enum JSON: Sendable {
                 // JSON needs only C0 controls escaped, but the others that
                 // printable(_:) escapes act on a terminal (C1 controls as
                 // ESC does), end a line or reorder the text after them.
-                if actsOnText(scalar) {
+                if ErrorText.actsOnText(scalar) {
                     out += String(format: "\\u%04x", scalar.value)
                 } else {
                     out.unicodeScalars.append(scalar)

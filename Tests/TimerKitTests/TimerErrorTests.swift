@@ -205,6 +205,10 @@ struct TimerErrorTests {
     func quotedStrings() {
         #expect(ErrorText.quoted("") == #""""#)
         #expect(ErrorText.quoted("a\n\"b\"\u{7}") == #""a\n\"b\"\u{07}""#)
+        // Beyond ASCII's controls, what String(reflecting:) leaves as it is:
+        // NEL, a C1 CSI, the line and paragraph separators, a bidirectional
+        // override; what shows is left as it is.
+        #expect(ErrorText.quoted("a\u{85}\u{9B}2J\u{2028}\u{2029}\u{202E}é中") == #""a\u{85}\u{9B}2J\u{2028}\u{2029}\u{202E}é中""#)
         #expect(ErrorText.quoted(String(repeating: "x", count: 40)) == "\"" + String(repeating: "x", count: 40) + "\"")
         #expect(ErrorText.quoted(String(repeating: "x", count: 41)) == "\"" + String(repeating: "x", count: 40) + "\"…")
         // Cut in Unicode scalars: one character of 100,001 of them.
