@@ -592,6 +592,8 @@ subcommand_refuses "--samples needs a number in 1...64" trusted-time --server lo
 subcommand_refuses "--timeout-ms needs a number of milliseconds, 1 to 60000" \
     trusted-time --server localhost --timeout-ms +100
 subcommand_refuses "--seed needs a whole number" fps --seed +5
+subcommand_refuses "--sale-seconds needs a whole number of seconds, 0 to 31536000 (a year)" demo --sale-seconds +5
+subcommand_refuses "--code-seconds needs a whole number of seconds, 1 to 86400 (a day)" demo --code-seconds +60
 # An argument is outside text: shown with its control characters escaped,
 # never acted on by the terminal that shows standard error.
 subcommand_refuses 'unknown option \e[2J\n' demo $'\e[2J\n'

@@ -77,11 +77,11 @@ enum DemoCommand: Subcommand {
                 guard let value = rest.popFirst(), !value.isEmpty else { return usageError("--state needs a file") }
                 options.statePath = value
             case "--sale-seconds":
-                guard let value = rest.popFirst(), let seconds = Int64(value), (0...31_536_000).contains(seconds)
+                guard let value = rest.popFirst(), let seconds = wholeNumber(value).flatMap(Int64.init(exactly:)), (0...31_536_000).contains(seconds)
                 else { return usageError("--sale-seconds needs a whole number of seconds, 0 to 31536000 (a year)") }
                 options.saleSeconds = seconds
             case "--code-seconds":
-                guard let value = rest.popFirst(), let seconds = Int64(value), (1...86_400).contains(seconds)
+                guard let value = rest.popFirst(), let seconds = wholeNumber(value).flatMap(Int64.init(exactly:)), (1...86_400).contains(seconds)
                 else { return usageError("--code-seconds needs a whole number of seconds, 1 to 86400 (a day)") }
                 options.codeSeconds = seconds
             case "--print-after":
