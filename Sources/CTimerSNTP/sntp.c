@@ -292,11 +292,9 @@ int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
     int64_t delay = round_trip - processing;
     int64_t server_time, offset;
     if (__builtin_add_overflow(t3, delay / 2, &server_time)) return -EOVERFLOW;
-    /* Only a wall clock centuries off takes it past int64_t's range: the
-     * server time is from 2025 to 2161. */
-    if (__builtin_sub_overflow(server_time, receive_wall_ns, &offset)) {
-        offset = receive_wall_ns < 0 ? INT64_MAX : INT64_MIN;
-    }
+    /* The server time is from 2025 on, so only a wall clock read before
+     * 1868 takes the difference past int64_t, upward. */
+    if (__builtin_sub_overflow(server_time, receive_wall_ns, &offset)) offset = INT64_MAX;
     int64_t root_delay = tk_ntp_short_to_ns(reply->root_delay);
     int64_t root_dispersion = tk_ntp_short_to_ns(reply->root_dispersion);
     int64_t precision = precision_to_ns(reply->precision);

@@ -8,13 +8,11 @@ extension TimeSample {
     /// §7.1.1.1): the preferred IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`,
     /// and the obsolete RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT` and asctime
     /// `Sun Nov  6 08:49:37 1994`. The day name must match the date. A
-    /// two-digit RFC 850 year is read as the year with those digits, from
-    /// 1925 to 2324, on whose calendar the date falls on the day the header
-    /// names: at most one does, since the same date falls on a different
-    /// day of the week in each of four centuries running. (RFC 7231 reads
-    /// it against the current year, which a trusted clock must not take
-    /// from the wall clock.) A leap second (`:60`) is read as the next
-    /// second.
+    /// two-digit RFC 850 year is read as the year with those digits from
+    /// 2025 to 2124, as SNTP's timestamps are read from 2025 (see
+    /// ``SNTPClient``): RFC 7231 reads it against the current year, which a
+    /// trusted clock must not take from the wall clock, which a user can
+    /// set. A leap second (`:60`) is read as the next second.
     ///
     /// - Throws: ``TrustedTimeError/invalidHTTPDate(_:)``.
     public init(httpDate: String, sentAt: BootClock.Instant, receivedAt: BootClock.Instant)
@@ -69,18 +67,10 @@ enum HTTPDate {
             let twoDigits = s.digits(2), s.literal(" "),
             let time = timeOfDay(&s), s.literal(" GMT")
         else { return nil }
-        // The one year with these digits from 1925 to 2324 whose calendar
-        // has the date on that weekday: a century moves a date on by 5 days
-        // of the week, or 6 across a leap year divisible by 400, so four
-        // centuries running put it on four different days.
-        for century in stride(from: Int64(1900), through: 2300, by: 100) {
-            let year = century + Int64(twoDigits)
-            guard (1925...2324).contains(year) else { continue }
-            if let seconds = combine(year: year, month: month + 1, day: day, time: time, weekday: weekday) {
-                return seconds
-            }
-        }
-        return nil
+        // The year with these digits from 2025 to 2124, never one read
+        // against the wall clock.
+        let year = Int64(twoDigits) < 25 ? 2100 + Int64(twoDigits) : 2000 + Int64(twoDigits)
+        return combine(year: year, month: month + 1, day: day, time: time, weekday: weekday)
     }
 
     /// `Sun Nov  6 08:49:37 1994` (the day padded with a space, or two digits)

@@ -116,7 +116,9 @@ public enum SNTPClient {
             sample: sample,
             serverTime: .nanoseconds(r.server_time_ns),
             localWallTime: .nanoseconds(r.receive_wall_ns),
-            offset: .nanoseconds(r.offset_ns),
+            // Exact, where the C result holds it at the end of int64_t (a
+            // wall clock read before 1868).
+            offset: .nanoseconds(r.server_time_ns) - .nanoseconds(r.receive_wall_ns),
             delay: delay,
             errorBound: .nanoseconds(r.error_ns),
             stratum: Int(r.stratum),

@@ -52,7 +52,8 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
     /// A stratum above 15.
     case stratumOutOfRange
     /// Impossible timestamps: a transmit time of zero, before the receive
-    /// time, or a server that held the request longer than the round trip.
+    /// time, a server that held the request longer than the round trip, or
+    /// a server time past what `Int64` nanoseconds hold.
     case invalidTimestamps
 
     // MARK: Saved state
@@ -122,7 +123,7 @@ public enum TrustedTimeError: Error, Sendable, Hashable, CustomStringConvertible
         case .protocolNotSupported: .unsupportedVersion
         case .noData: .serverUnsynchronized
         case .outOfRange: .stratumOutOfRange
-        case .badMessage: .invalidTimestamps
+        case .badMessage, .overflow: .invalidTimestamps
         default: .system(failure)
         }
     }

@@ -809,7 +809,11 @@ static void *fake_server_main(void *arg) {
                 ssize_t sent = sendto(s->fd, s->queue[i].data, s->queue[i].length, 0,
                                       (struct sockaddr *)&s->peer, s->peer_length);
                 (void)sent;
-                s->queue[i] = s->queue[--s->queued];
+                /* Keep the rest in order: datagrams due together go out in
+                 * the order they were queued. */
+                s->queued--;
+                memmove(&s->queue[i], &s->queue[i + 1],
+                        (size_t)(s->queued - i) * sizeof s->queue[0]);
             } else {
                 i++;
             }
@@ -1858,8 +1862,9 @@ static void test_query_stops_reading_at_deadline(void) {
     }
     /* The boot clock passes the timeout as the first forged reply is read:
      * the sample has timed out (that datagram, read too late, counts for
-     * nothing), and the twenty datagrams queued behind it are left unread (they used to be read to the end, and the genuine
-     * one taken, whatever the time). */
+     * nothing), and the twenty datagrams queued behind it are left unread.
+     * They used to be read to the end, nineteen more forged ones and then
+     * the genuine one, which was taken, whatever the time. */
     tk_sntp_result r;
     g_datagrams_received = 0;
     g_recv_then_jump_s = 3;

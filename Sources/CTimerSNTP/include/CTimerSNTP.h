@@ -42,6 +42,9 @@
  *   -ERANGE           stratum above 15;
  *   -EBADMSG          transmit timestamp zero, or earlier than the receive
  *                     timestamp.
+ * A reply that passes them is then refused by tk_sntp_query if
+ * tk_sntp_compute refuses it: -EBADMSG for a server that held it longer than
+ * the round trip, -EOVERFLOW for a server time past int64_t.
  *
  * Errors of a host name (tk_sntp_query), besides -ETIMEDOUT (see there):
  *   -EINVAL           not a name: empty, longer than 253 characters (254
@@ -166,8 +169,8 @@ typedef struct tk_sntp_result {
     /** The server's time at T4, T3 + delay / 2, Unix nanoseconds. */
     int64_t server_time_ns;
     /** server_time_ns - receive_wall_ns: how far the local wall clock is
-     *  behind; held at INT64_MIN or INT64_MAX where the difference does not
-     *  fit (a wall clock set centuries off). */
+     *  behind; held at INT64_MAX where the difference does not fit (a wall
+     *  clock read before 1868; the server time is from 2025 on). */
     int64_t offset_ns;
     /**
      * How far server_time_ns may be from true time: delay / 2 (the most the
@@ -286,9 +289,10 @@ int tk_sntp_kiss_code(const tk_sntp_packet *packet, char code[5]);
  * Returns 0; -EINVAL for NULL, a negative boot reading or T4 before T1 on the
  * boot clock; -EBADMSG if the server's processing time (T3 - T2) is longer
  * than the round trip (T4 - T1) or negative; -EOVERFLOW if the server time
- * does not fit in int64_t (a round trip of a century on the boot clock). The
- * offset, the error bound and the precision are held at the ends of int64_t
- * instead (see tk_sntp_result). On an error `*result` is left as it was.
+ * does not fit in int64_t (a server late in the span and a round trip of two
+ * centuries on the boot clock). The offset, the error bound and the
+ * precision are held at INT64_MAX instead (see tk_sntp_result). On an error
+ * `*result` is left as it was.
  */
 int tk_sntp_compute(const tk_sntp_packet *reply, int64_t send_boot_ns,
                     int64_t send_wall_ns, int64_t receive_boot_ns,
