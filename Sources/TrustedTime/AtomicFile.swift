@@ -90,9 +90,9 @@ package enum AtomicFile {
     /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`,
     ///   `fsync`, `close`, `rename`; from `open`, `Errno/invalidArgument`
     ///   for a path holding a NUL, `Errno/noSuchFileOrDirectory` for an
-    ///   empty one and `Errno/isDirectory` for one ending in "/", with no
-    ///   file made); the temporary file is removed and `path` is
-    ///   unchanged. Once the rename is done the write has succeeded: the
+    ///   empty one and `Errno/isDirectory` for one whose last part is
+    ///   empty (it ends in "/"), "." or "..", with no file made); the
+    ///   temporary file is removed and `path` is unchanged. Once the rename is done the write has succeeded: the
     ///   directory is then flushed where it can be (see
     ///   ``flushDirectory(of:)``), and a failure there is not reported.
     ///
@@ -104,11 +104,13 @@ package enum AtomicFile {
         try checkPath(path)
         // What `open` says of these, before a temporary file is made beside
         // a path that names no file: none for an empty path, and a
-        // directory for one ending in "/" (a rename would fail after it).
-        guard let last = path.utf8.last else {
+        // directory for one whose last part is empty (it ends in "/"), "."
+        // or ".." (a rename would fail after it).
+        guard !path.isEmpty else {
             throw SystemError(errno: .noSuchFileOrDirectory, function: "open")
         }
-        guard last != UInt8(ascii: "/") else {
+        let name = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? []
+        guard !name.isEmpty, !name.elementsEqual(".".utf8), !name.elementsEqual("..".utf8) else {
             throw SystemError(errno: .isDirectory, function: "open")
         }
         let temporary = temporaryPath(for: path)

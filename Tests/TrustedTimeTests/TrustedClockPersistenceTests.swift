@@ -539,10 +539,21 @@ struct TrustedClockPersistenceTests {
         #expect(throws: TrustedTimeError.system(SystemError(errno: .noSuchFileOrDirectory, function: "open"))) {
             try clock.save(to: "")
         }
-        #expect(throws: TrustedTimeError.system(SystemError(errno: .isDirectory, function: "open"))) {
-            try clock.save(to: directory.file("absent/"))
+        for name in ["absent/", "absent/.", "absent/.."] {
+            #expect(throws: TrustedTimeError.system(SystemError(errno: .isDirectory, function: "open"))) {
+                try clock.save(to: directory.file(name))
+            }
         }
-        #expect(directory.entries() == [])
+        // "." and ".." of a directory there is: a write (replaceStateFile's,
+        // which reads nothing first) made a temporary file in it, and the
+        // rename over the directory failed.
+        #expect(mkdir(directory.file("empty"), 0o700) == 0)
+        for name in ["empty/.", "empty/.."] {
+            #expect(throws: SystemError(errno: .isDirectory, function: "open")) {
+                try AtomicFile.write([1, 2, 3], to: directory.file(name))
+            }
+        }
+        #expect(directory.entries() == ["empty"])
     }
 
     @Test("saving at a symbolic link replaces the link, never the file it leads to")
