@@ -92,9 +92,10 @@ package enum AtomicFile {
     ///   for a path holding a NUL, `Errno/noSuchFileOrDirectory` for an
     ///   empty one and `Errno/isDirectory` for one whose last part is
     ///   empty (it ends in "/"), "." or "..", with no file made); the
-    ///   temporary file is removed and `path` is unchanged. Once the rename is done the write has succeeded: the
-    ///   directory is then flushed where it can be (see
-    ///   ``flushDirectory(of:)``), and a failure there is not reported.
+    ///   temporary file is removed and `path` is unchanged. Once the rename
+    ///   is done the write has succeeded: the directory is then flushed
+    ///   where it can be (see ``flushDirectory(of:)``), and a failure there
+    ///   is not reported.
     ///
     /// A `path` that is a symbolic link is replaced by the file, as any
     /// rename replaces it: the file it led to is left as it was. (Writing
