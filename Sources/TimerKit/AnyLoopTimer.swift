@@ -282,9 +282,9 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// the loop's own fires do, and the loop starts no other call of the
     /// action until it returns. A one-shot reads valid inside that action
     /// but has left the loop's pending timers: `setFireDate(_:)` there throws
-    /// ``TimerError/invalidated``.) A
-    /// repeating timer on no loop is the caller's alone: if it is added to a
-    /// loop while a call by hand runs, the loop knows nothing of that call.
+    /// ``TimerError/invalidated``.) A repeating timer on no loop is the
+    /// caller's alone: if it is added to a loop while a call by hand runs,
+    /// the loop knows nothing of that call.
     ///
     /// The corresponding C function is `tk_loop_fire`.
     public func fire() {

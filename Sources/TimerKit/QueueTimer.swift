@@ -112,9 +112,8 @@ public final class QueueTimer: Sendable {
     ///   ``TimerError/negativeTolerance(_:)`` for a bad argument (checked
     ///   first, also after ``cancel()``), ``TimerError/cancelled``, or
     ///   ``TimerError/system(_:)`` if the loop cannot take the timer (the
-    ///   schedule in force stays); on
-    ///   a loop whose thread's run failed, that failure (see
-    ///   ``TimerLoop/failure``), such as
+    ///   schedule in force stays); on a loop whose thread's run failed, that
+    ///   failure (see ``TimerLoop/failure``), such as
     ///   ``TimerError/realtimePriorityNotPermitted``.
     public func schedule(
         deadline: MonotonicClock.Instant, repeating interval: Duration? = nil,
