@@ -200,7 +200,7 @@ TK_TEST_TIMEOUT=${TK_TEST_TIMEOUT:-900}
 [[ "$TK_FUZZ_RUNS" =~ ^[1-9][0-9]*$ ]] || fail "TK_FUZZ_RUNS must be a positive number of runs"
 [[ "$TK_FUZZ_SECONDS" =~ ^[0-9]+$ ]] || fail "TK_FUZZ_SECONDS must be a whole number of seconds"
 [[ "$TK_TEST_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || fail "TK_TEST_TIMEOUT must be a positive number of seconds"
-[[ "$TK_SEED" =~ ^[0-9]+$ ]] || fail "TK_SEED must be a non-negative integer"
+[[ "$TK_SEED" =~ ^[0-9]{1,18}$ ]] || fail "TK_SEED must be a whole number of at most 18 digits"
 
 echo "seed: TK_SEED=$TK_SEED"
 
@@ -786,9 +786,25 @@ run_logged "$LOGS/timer-cost-runs.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmar
     [ "$(grep -A3 '^Targets over the 2 runs ' "$LOGS/timer-cost-runs.log" |
         grep -cE "^  (pair <= 2\.0x the C core.s at each size: [0-9.]+x \[[0-9.]+-[0-9.]+\] at 1000, [0-9.]+x \[[0-9.]+-[0-9.]+\] at 10000; each run.s highest [0-9.]+x \[[0-9.]+-[0-9.]+\] -> (MET|NOT MET)|(pair <= 120 ns at 100000|churn <= 1\.5x the C core.s at 1000000) pending: -> not judged \(measured at 1000, 10000 pending only\))$")" -eq 3 ] ||
     fail "timer-cost --runs 2 did not report each run and judge the targets over both (log: $LOGS/timer-cost-runs.log)"
-run_logged "$LOGS/timer-cost-bad.log" Benchmarks/.build/release/timer-cost --runs 0
-[ "$RUN_STATUS" -eq 64 ] && grep -q -- '--runs needs a number from 1 to 20' "$LOGS/timer-cost-bad.log" ||
-    fail "timer-cost --runs 0 was not refused with status 64 (log: $LOGS/timer-cost-bad.log)"
+# Bad numbers are refused before anything is measured: out of range, or not
+# written in digits alone (as the usages show a number), and a TK_SEED that
+# is not a whole number rather than a seed of the tool's own choosing.
+for bad in "timer-cost --runs 0|--runs needs a number from 1 to 20" \
+    "timer-cost --runs +2|--runs needs a number from 1 to 20" \
+    "timer-cost --seed +5|--seed needs a number" \
+    "countdown-peers --seed +5|--seed needs a number" \
+    "queue-peers --seed -5|--seed needs a number" \
+    "timer-peers --seed +5|--seed needs a number"; do
+    command=${bad%%|*}
+    run_logged "$LOGS/bench-bad-number.log" Benchmarks/.build/release/$command
+    [ "$RUN_STATUS" -eq 64 ] && grep -q -- "${bad#*|}" "$LOGS/bench-bad-number.log" ||
+        fail "$command was not refused with status 64 and \"${bad#*|}\" (log: $LOGS/bench-bad-number.log)"
+done
+for tool in countdown-peers timer-peers; do
+    run_logged "$LOGS/bench-bad-seed.log" env TK_SEED=+5 Benchmarks/.build/release/$tool --quick
+    [ "$RUN_STATUS" -eq 64 ] && grep -q "TK_SEED needs a whole number" "$LOGS/bench-bad-seed.log" ||
+        fail "$tool with TK_SEED=+5 was not refused with status 64 (log: $LOGS/bench-bad-seed.log)"
+done
 run_logged "$LOGS/executor-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.build/release/executor-peers --quick
 [ "$RUN_STATUS" -eq 0 ] || fail "executor-peers --quick exited with status $RUN_STATUS (log: $LOGS/executor-peers.log)"
 for side in "actor on a TimerLoop" "default actor, Task.sleep"; do

@@ -35,7 +35,7 @@ public enum BenchCommand {
                 case "--full": options.length = .full
                 case "--json": options.json = true
                 case "--seed":
-                    guard let value = rest.popFirst(), let seed = UInt64(value) else {
+                    guard let value = rest.popFirst(), let seed = wholeNumber(value) else {
                         return (nil, "--seed needs a number")
                     }
                     options.seed = seed
@@ -88,7 +88,9 @@ public enum BenchCommand {
 
     /// Runs the benchmark, prints the table (or JSON) on stdout and progress
     /// on stderr, and writes the charts when asked (`Options.charts`); 0 when
-    /// every side ran and the charts were written, 1 otherwise.
+    /// every side ran and the charts were written, 1 otherwise, and 64,
+    /// before measuring, for a `TK_SEED` (read when no seed is given) that
+    /// is not a whole number.
     public static func run(_ options: Options, peers: Peers? = nil) -> Int32 {
         let length = options.length
         // A directory that cannot be made fails the run before it measures.
@@ -101,8 +103,12 @@ public enum BenchCommand {
             }
         }
         let peers = peers ?? .standard(length)
-        let seed = options.seed
-            ?? ProcessInfo.processInfo.environment["TK_SEED"].flatMap { UInt64($0) }
+        let fromEnvironment = environmentSeed()
+        if options.seed == nil, let problem = fromEnvironment.problem {
+            FileHandle.standardError.write(Data("bench: \(problem)\n".utf8))
+            return 64
+        }
+        let seed = options.seed ?? fromEnvironment.seed
             ?? UInt64(truncatingIfNeeded: monotonicNanoseconds() ^ Int64(getpid()))
         var rng = SeededGenerator(seed: seed)
         let machine = Machine.describe()

@@ -26,6 +26,27 @@ extension Duration {
     }
 }
 
+// MARK: Numbers on the command line
+
+/// `text` as a whole number written in decimal digits alone, as the tools'
+/// usages show them, or nil (also past `UInt64.max`). `UInt64(_:)` and
+/// `Int(_:)` alone also take a leading "+" (and `Int(_:)` a "-").
+public func wholeNumber(_ text: String) -> UInt64? {
+    guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+        return nil
+    }
+    return UInt64(text)
+}
+
+/// The seed `TK_SEED` gives: nil when it is unset or empty, and a message
+/// when it is set to something other than a whole number (which a tool
+/// refuses rather than run with a seed of its own choosing).
+public func environmentSeed() -> (seed: UInt64?, problem: String?) {
+    guard let text = ProcessInfo.processInfo.environment["TK_SEED"], !text.isEmpty else { return (nil, nil) }
+    guard let seed = wholeNumber(text) else { return (nil, "TK_SEED needs a whole number") }
+    return (seed, nil)
+}
+
 // MARK: Randomness
 
 /// SplitMix64: a small seeded generator, so that a run can be repeated.

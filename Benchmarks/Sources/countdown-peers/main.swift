@@ -21,7 +21,7 @@ while let argument = arguments.popFirst() {
     case "--json":
         json = true
     case "--seed":
-        guard let value = arguments.popFirst().flatMap({ UInt64($0) }) else {
+        guard let value = arguments.popFirst().flatMap(wholeNumber) else {
             FileHandle.standardError.write(Data("countdown-peers: --seed needs a number\n".utf8))
             exit(64)
         }
@@ -35,7 +35,12 @@ while let argument = arguments.popFirst() {
         exit(64)
     }
 }
-let chosen = seed ?? ProcessInfo.processInfo.environment["TK_SEED"].flatMap { UInt64($0) }
+let fromEnvironment = environmentSeed()
+if seed == nil, let problem = fromEnvironment.problem {
+    FileHandle.standardError.write(Data("countdown-peers: \(problem)\n".utf8))
+    exit(64)
+}
+let chosen = seed ?? fromEnvironment.seed
     ?? UInt64(truncatingIfNeeded: monotonicNanoseconds() ^ Int64(getpid()))
 let machine = Machine.describe()
 let load = Machine.loadAverage()

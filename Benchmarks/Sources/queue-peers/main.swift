@@ -34,7 +34,7 @@ while let argument = arguments.popFirst() {
         config = .quick
         quick = true
     case "--seed":
-        guard let value = arguments.popFirst().flatMap({ UInt64($0) }) else {
+        guard let value = arguments.popFirst().flatMap(wholeNumber) else {
             FileHandle.standardError.write(Data("queue-peers: --seed needs a number\n".utf8))
             exit(64)
         }

@@ -30,13 +30,13 @@ while let argument = arguments.popFirst() {
     switch argument {
     case "--quick": quick = true
     case "--seed":
-        guard let value = arguments.popFirst().flatMap({ UInt64($0) }) else { usage("--seed needs a number") }
+        guard let value = arguments.popFirst().flatMap(wholeNumber) else { usage("--seed needs a number") }
         seed = value
     case "--runs":
-        guard let value = arguments.popFirst().flatMap({ Int($0) }), (1...20).contains(value) else {
+        guard let value = arguments.popFirst().flatMap(wholeNumber), (1...20).contains(value) else {
             usage("--runs needs a number from 1 to 20")
         }
-        runs = value
+        runs = Int(value)
     case "--hand-over-figures": handsOverFigures = true
     default: usage("unknown option \(argument)")
     }

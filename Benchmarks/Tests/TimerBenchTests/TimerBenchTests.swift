@@ -115,6 +115,11 @@ import Testing
     @Test func refusesWhatItDoesNotKnow() {
         #expect(BenchCommand.Options.parse(["--seed"]).0 == nil)
         #expect(BenchCommand.Options.parse(["--seed", "x"]).1 == "--seed needs a number")
+        // Digits alone, as the usage shows a number.
+        for seed in ["+12", "-12", " 12", "12 ", "0x12", "", "18446744073709551616"] {
+            #expect(BenchCommand.Options.parse(["--seed", seed]).1 == "--seed needs a number", "\(seed)")
+        }
+        #expect(BenchCommand.Options.parse(["--seed", "18446744073709551615"]).0?.seed == .max)
         #expect(BenchCommand.Options.parse(["--fast"]).1 == "unknown option --fast")
         #expect(BenchCommand.Options.parse(["--charts"]).1 == "--charts needs a directory")
         #expect(BenchCommand.Options.parse(["--charts", "--quick"]).1 == "--charts needs a directory")
