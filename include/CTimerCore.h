@@ -26,6 +26,11 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      15  A stop is the run's that was innermost when it was asked for,
+ *          as the header always said: a run that a callback starts after
+ *          asking it (a nested run that pumps the loop) no longer takes it,
+ *          and the run it was asked of returns after that callback. A stop
+ *          whose run returns without taking it is the run's around it.
  *      14  A manual advance, or run with a deadline, makes at most 65
  *          passes at one time (the first and 64 more), counting those for
  *          timers due at once and for wake-ups asked for, then moves to the
@@ -133,7 +138,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 14
+#define TK_API_VERSION 15
 
 /* ------------------------------------------------------------------------
  * Types
@@ -613,7 +618,17 @@ int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t f
  * clock-change function): nothing more of that pass runs, and what is left
  * (a wake-up asked for, ready descriptors, due timers) waits for the next
  * run. Safe from any thread and from callbacks. If the loop is not
- * running, the next run returns at once. 0 or -EINVAL.
+ * running, the next run returns at once.
+ *
+ * The stop is the run's that is innermost as it is asked for, as with
+ * CFRunLoopStop: a run that the callback starts after asking it (a nested
+ * run that pumps the loop) runs as usual and does not take it, and the run
+ * it was asked of returns once the callback does. A stop asked of a nested
+ * run ends that run only. If the run asked returns without taking it (a
+ * stop from another thread that lands as the run ends for another reason),
+ * the stop is the run's around it, or, for the outermost, the next run's:
+ * every stop ends one run, unless tk_loop_take_stop takes it. Stops asked
+ * of one run before it takes them end it once. 0 or -EINVAL.
  */
 int tk_loop_stop(tk_loop *loop);
 

@@ -294,6 +294,14 @@ int tk__loop_enter(tk_loop *loop, int advancing) {
 }
 
 void tk__loop_leave(tk_loop *loop) {
+    /* A stop asked of this run that it returned without taking (it ended
+     * for another reason first) is the run's around it, as a stop asked
+     * with no run going is the next run's: every stop ends one run. (At
+     * depth 1 the bit is the next run's already; beyond 64 the runs share
+     * one.) */
+    uint64_t bit = tk__stop_bit(loop->depth);
+    uint64_t outer = tk__stop_bit(loop->depth - 1);
+    if ((loop->stop_depths & bit) && bit != outer) loop->stop_depths = (loop->stop_depths & ~bit) | outer;
     loop->depth--;
     loop->advancing = 0;
 }
@@ -397,7 +405,7 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
                 loop->armed[index] = TK__DISARMED;
                 tk__loop_report_clock_change(loop);
                 handled++;
-                if (loop->stop_requested) break;
+                if (tk__stop_due(loop)) break;
             } else {
                 loop->armed[index] = TK__DISARMED; /* expired: nothing is armed */
             }
@@ -426,7 +434,7 @@ static int handle_events(tk_loop *loop, const struct epoll_event *events, int co
         pthread_mutex_lock(&loop->lock);
         release_io_call(loop, &call);
         handled++;
-        if (loop->stop_requested) break;
+        if (tk__stop_due(loop)) break;
     }
     return handled;
 }
@@ -479,7 +487,7 @@ static void read_clocks_in_use(const tk_loop *loop, int64_t now[TK_CLOCK_COUNT])
  * of the pass comes first: the wake-up waits for the next run. Lock held;
  * dropped around the call. */
 static int take_wakeup(tk_loop *loop) {
-    if (!loop->wakeup_requested || loop->stop_requested) return 0;
+    if (!loop->wakeup_requested || tk__stop_due(loop)) return 0;
     /* Cleared first: a wake-up asked for while the handler runs makes
      * another pass call it again. */
     loop->wakeup_requested = 0;
@@ -529,19 +537,13 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
     if (loop->io_calls != NULL) hold_io_calls(loop);
     for (;;) {
         int64_t now[TK_CLOCK_COUNT];
-        if (loop->stop_requested) {
-            loop->stop_requested = 0;
-            return TK_RUN_STOPPED;
-        }
+        if (tk__stop_take(loop)) return TK_RUN_STOPPED;
         if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
         if (loop->wall_step_pending) {
             loop->wall_step_pending = 0;
             tk__loop_report_clock_change(loop);
             handled++;
-            if (loop->stop_requested) {
-                loop->stop_requested = 0;
-                return TK_RUN_STOPPED;
-            }
+            if (tk__stop_take(loop)) return TK_RUN_STOPPED;
         }
         int tuned = tk__precision_retune(loop);
         if (tuned < 0) return tuned;
@@ -549,10 +551,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
         int64_t fired = tk__timers_fire_due(loop, mode, now, 1);
         if (fired < 0) return (int)fired;
         handled += fired;
-        if (loop->stop_requested) {
-            loop->stop_requested = 0;
-            return TK_RUN_STOPPED;
-        }
+        if (tk__stop_take(loop)) return TK_RUN_STOPPED;
         /* `now` may be a little stale after the callbacks: a target that
          * passed meanwhile arms a timerfd in the past, which fires at once.
          * A run that moves time ends after the pass it makes at until_ns
@@ -576,10 +575,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
                 int served = serve_ready(loop, events);
                 if (served < 0) return served;
                 handled += served;
-                if (loop->stop_requested) {
-                    loop->stop_requested = 0;
-                    return TK_RUN_STOPPED;
-                }
+                if (tk__stop_take(loop)) return TK_RUN_STOPPED;
                 /* In the documented order: something handled comes before
                  * the deadline. */
                 if ((flags & TK_RUN_ONCE) && handled > 0) ending = TK_RUN_PASSED;
@@ -645,7 +641,7 @@ static int run_passes(tk_loop *loop, unsigned mode, int64_t until_ns, uint32_t f
                    (moved || same_time.passes < TK__SAME_TIME_PASSES) &&
                    now[TK_CLOCK_MONOTONIC] < until_ns;
         if (hold && !tk__same_time_sync(loop, &same_time)) same_time.passes++;
-        if (moves_time && !(flags & TK_RUN_NOWAIT) && !loop->stop_requested &&
+        if (moves_time && !(flags & TK_RUN_NOWAIT) && !tk__stop_due(loop) &&
             !((flags & TK_RUN_ONCE) && handled > 0) && !hold) {
             if (!tk__manual_step(loop, mode, until_ns, &same_time)) {
                 /* The last pass was at or past the deadline already. (One
@@ -700,7 +696,7 @@ int tk__loop_kick(tk_loop *loop) {
 int tk_loop_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    loop->stop_requested = 1;
+    loop->stop_depths |= tk__stop_bit(loop->depth);
     int result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -709,8 +705,9 @@ int tk_loop_stop(tk_loop *loop) {
 int tk_loop_take_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    int taken = loop->stop_requested && loop->depth == 0;
-    if (taken) loop->stop_requested = 0;
+    /* With no run going, only the next run's bit can be set. */
+    int taken = loop->stop_depths != 0 && loop->depth == 0;
+    if (taken) loop->stop_depths = 0;
     pthread_mutex_unlock(&loop->lock);
     return taken;
 }

@@ -152,7 +152,12 @@ struct tk_loop {
     int releasing;     /* release handlers running */
     pthread_t owner;   /* the thread running the loop while depth > 0 */
     unsigned mode;     /* the mode of the innermost run */
-    int stop_requested;
+    /* Stops asked for, a bit per run: bit d - 1 for the run at depth d
+     * (runs nested deeper than 64 share the last bit). tk_loop_stop asks
+     * the innermost run, or the next one (bit 0) if none is running; a run
+     * that returns without taking its stop passes it to the run around it
+     * (tk__loop_leave). */
+    uint64_t stop_depths;
     int wakeup_requested;
     int sleeping;      /* the running thread is in epoll_wait */
     int spinning;      /* ... or spinning for a precise timer (precision.c) */
@@ -304,7 +309,28 @@ TK__INTERNAL int tk__loop_kick(tk_loop *loop);
 
 /* Claims the loop for the calling thread (depth++), or -EBUSY. */
 TK__INTERNAL int tk__loop_enter(tk_loop *loop, int advancing);
+/* Lets go of it (depth--); a stop the run did not take is passed on. */
 TK__INTERNAL void tk__loop_leave(tk_loop *loop);
+
+/* The bit of `stop_depths` for the run at `depth` (0: the next run's). */
+static inline uint64_t tk__stop_bit(int depth) {
+    if (depth <= 1) return 1;
+    return depth >= 64 ? UINT64_C(1) << 63 : UINT64_C(1) << (depth - 1);
+}
+
+/* Whether a stop asks the innermost run (or, with none, the next) to
+ * return. Lock held. */
+static inline int tk__stop_due(const tk_loop *loop) {
+    return (loop->stop_depths & tk__stop_bit(loop->depth)) != 0;
+}
+
+/* Takes the innermost run's stop: 1 if there was one, else 0. Lock held. */
+static inline int tk__stop_take(tk_loop *loop) {
+    uint64_t bit = tk__stop_bit(loop->depth);
+    if ((loop->stop_depths & bit) == 0) return 0;
+    loop->stop_depths &= ~bit;
+    return 1;
+}
 
 /* precision.c */
 

@@ -199,7 +199,7 @@ static inline void cpu_relax(void) {
 }
 
 int tk__precision_spin(tk_loop *loop, unsigned mode, int64_t until_ns) {
-    if (loop->manual || loop->stop_requested || loop->wakeup_requested) return 0;
+    if (loop->manual || tk__stop_due(loop) || loop->wakeup_requested) return 0;
     /* A timer of the mode that a nested run in another mode parked is due:
      * the next pass fires it. */
     if (tk__timers_parked_in(loop, mode)) return 0;

@@ -902,7 +902,7 @@ int64_t tk__timers_fire_due(tk_loop *loop, unsigned mode, const int64_t now[TK_C
         /* A nested run in another mode parks the due timers of this one
          * that it meets: they are this pass's again. */
         if (loop->parked_modes & bit) unpark(loop, mode);
-        if (stoppable && loop->stop_requested) break;
+        if (stoppable && tk__stop_due(loop)) break;
     }
     release_held(loop);
     return fired;

@@ -240,6 +240,13 @@ public final class TimerLoop: @unchecked Sendable {
     /// running, its next run returns at once. Safe from any thread and from
     /// callbacks.
     ///
+    /// The stop is the run's that is innermost as it is asked for, as with
+    /// `CFRunLoopStop`: an action that stops the loop and then pumps it
+    /// (``runOnce(mode:waiting:)``, a nested ``run(mode:until:)``) does not
+    /// end those nested runs, and the run it stopped returns once the action
+    /// does. If the run asked returns for another reason first, the stop is
+    /// the run's around it (or the next run's): every stop ends one run.
+    ///
     /// The corresponding C function is `tk_loop_stop`.
     public func stop() {
         SystemError.expectSuccess(tk_loop_stop(handle), "tk_loop_stop")

@@ -38,7 +38,12 @@
  *     when its last running callback returns it is pending again, with a
  *     new seq (so not in the pass that is going on).
  *     A pass of a run ends early, after the callback, once a stop is
- *     requested.
+ *     requested of that run.
+ *   - stop(): asks the innermost run to return (the next run, with none
+ *     going). A run started after it, nested in a callback of the run it
+ *     asks, does not take it; a run that returns without taking its stop
+ *     (it ended for another reason first) passes it to the run around it,
+ *     or, the outermost, to the next run.
  *   - A step: the wake-up target is the least (deadline + leeway -
  *     now[clock]) among the unparked, undeferred timers of `mode` (a target that
  *     saturates at INT64_MAX never comes), or 0 if a timer of `mode` is
@@ -54,7 +59,8 @@
  *     parked timer offers none): at most 65 passes at one time, so that a
  *     timer due again at every pass still lets time move. (Passes held for
  *     a wake-up, which count too, are not modelled.)
- *   - run(mode, until, flags): returns STOPPED at once if a stop is pending.
+ *   - run(mode, until, flags): returns STOPPED at once if a stop is pending
+ *     for it (the outermost run takes one asked for the next run).
  *     Then, repeatedly: a pending wall-clock step is reported (a stop the
  *     clock-change function asks for ends the run there), a pass runs
  *     at the clocks' readings (callbacks may run nested runs, which move the
@@ -112,6 +118,9 @@
 
 typedef struct ref_sched ref_sched;
 
+/* Runs nested deeper than this are not modelled: ref_run aborts. */
+#define REF_MAX_RUN_DEPTH 64
+
 typedef void (*ref_timer_fn)(ref_sched *ref, uint64_t id, uint64_t missed, void *context);
 typedef void (*ref_clock_change_fn)(ref_sched *ref, void *context);
 
@@ -145,7 +154,12 @@ struct ref_sched {
     size_t *live;      /* indexes of the timers in REF_SCHEDULED */
     size_t live_count, live_capacity;
     int wall_step_pending;
-    int stop_requested;
+    /* Stops, held per run as CFRunLoop holds them: stops[d] asks the run at
+     * depth d (1 the outermost) to return, stops[0] the next run while none
+     * is going. A stop asks the innermost run; a run that returns without
+     * taking its own passes it to the run around it (or to the next run). */
+    int run_depth;
+    unsigned char stops[REF_MAX_RUN_DEPTH + 1];
     int in_callback;   /* callbacks currently running (any depth) */
     int advancing;     /* inside ref_advance */
     ref_clock_change_fn clock_change_fn;
@@ -472,7 +486,7 @@ REF_FN int64_t ref_pass(ref_sched *ref, unsigned mode, const int64_t now[TK_CLOC
         if (ref->timers[best].state == REF_FIRING) ref_set_state(ref, best, REF_DEAD);
         /* A nested run in another mode may have parked some. */
         ref_unpark(ref, bit);
-        if (stoppable && ref->stop_requested) break;
+        if (stoppable && ref->stops[ref->run_depth]) break;
     }
     return fired;
 }
@@ -583,43 +597,57 @@ REF_FN int64_t ref_advance(ref_sched *ref, unsigned mode, int64_t delta_ns) {
 /* tk_loop_stop: the innermost run returns after its current callback, or
  * the next run at once. */
 REF_FN int ref_stop(ref_sched *ref) {
-    ref->stop_requested = 1;
+    ref->stops[ref->run_depth] = 1;
     return 0;
+}
+
+/* Whether the innermost run has a stop to take, and takes it. */
+REF_FN int ref_take_stop(ref_sched *ref) {
+    if (!ref->stops[ref->run_depth]) return 0;
+    ref->stops[ref->run_depth] = 0;
+    return 1;
 }
 
 /* tk_loop_run on a manual loop with no descriptors watched; see the rules
  * above. Returns -EDEADLK for a run that would wait forever (until
  * TK_FOREVER without TK_RUN_NOWAIT), which the model does not cover. */
+REF_FN int ref_run_passes(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t flags);
+
 REF_FN int ref_run(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t flags) {
     if (mode >= TK_MODE_COUNT || (flags & ~(TK_RUN_ONCE | TK_RUN_NOWAIT))) return -EINVAL;
     if (ref->advancing) return -EBUSY;
+    if (until_ns == TK_FOREVER && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
+    if (ref->run_depth == REF_MAX_RUN_DEPTH) abort();
+    /* The run begins with a stop of its own only if it is the outermost
+     * and one was asked for the next run. */
+    int depth = ++ref->run_depth;
+    ref->stops[depth] = depth == 1 && ref->stops[0];
+    if (depth == 1) ref->stops[0] = 0;
+    int result = ref_run_passes(ref, mode, until_ns, flags);
+    if (ref->stops[depth]) ref->stops[depth - 1] = 1; /* not taken: passed on */
+    ref->stops[depth] = 0;
+    ref->run_depth--;
+    return result;
+}
+
+REF_FN int ref_run_passes(ref_sched *ref, unsigned mode, int64_t until_ns, uint32_t flags) {
     int moves_time = until_ns != TK_FOREVER;
-    if (!moves_time && !(flags & TK_RUN_NOWAIT)) return -EDEADLK;
     int at_deadline = 0;
     int waited = 0;
     ref_same_time same_time = ref_same_time_at(ref);
     int64_t handled = 0;
     for (;;) {
-        if (ref->stop_requested) {
-            ref->stop_requested = 0;
-            return TK_RUN_STOPPED;
-        }
+        if (ref_take_stop(ref)) return TK_RUN_STOPPED;
         if ((flags & TK_RUN_NOWAIT) && waited) return TK_RUN_PASSED;
         if (ref->wall_step_pending) {
             ref_report_wall_step(ref);
             handled++;
-            if (ref->stop_requested) {
-                ref->stop_requested = 0;
-                return TK_RUN_STOPPED;
-            }
+            if (ref_take_stop(ref)) return TK_RUN_STOPPED;
         }
         int64_t now[TK_CLOCK_COUNT];
         memcpy(now, ref->now, sizeof now);
         handled += ref_pass(ref, mode, now, 1);
-        if (ref->stop_requested) {
-            ref->stop_requested = 0;
-            return TK_RUN_STOPPED;
-        }
+        if (ref_take_stop(ref)) return TK_RUN_STOPPED;
         if ((flags & TK_RUN_ONCE) && handled > 0) return TK_RUN_PASSED;
         if (at_deadline ||
             (now[TK_CLOCK_MONOTONIC] >= until_ns && (!moves_time || (flags & TK_RUN_NOWAIT))))

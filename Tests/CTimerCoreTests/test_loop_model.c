@@ -2174,6 +2174,91 @@ static void scenario_run_stop(void) {
     scenario_end();
 }
 
+/* What the callbacks of the stop-and-nest scenarios saw: the first timer's
+ * nested runs' results, -1 for a run not made. */
+typedef struct stop_nest {
+    int nowait, until;
+} stop_nest;
+
+/* Timer 0 stops the run it is in, then runs mode 1 nested twice, as a
+ * callback that pumps the loop would: at once (NOWAIT), and to 60 ms. */
+static void stop_then_nest_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    stop_nest *seen = w->hook_data;
+    if (rec != 0) return;
+    w_stop(w);
+    seen->nowait = w_run(w, 1, TK_FOREVER, TK_RUN_NOWAIT);
+    seen->until = w_run(w, 1, 60 * MSEC, 0);
+}
+
+/* A stop asks the run that is innermost when it is asked: a run that a
+ * callback starts after it, nested in the run the stop is for, does not
+ * take it, and the run it was asked of returns after that callback. */
+static void scenario_stop_then_nest(void) {
+    scenario_begin("stop-then-nest", 0);
+    if (S_failed) { scenario_end(); return; }
+    stop_nest seen = {-1, -1};
+    S->hook = stop_then_nest_hook;
+    S->hook_data = &seen;
+    sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 0, TK_MODES(0)));
+    uint32_t nested = sched(spec_in(TK_CLOCK_MONOTONIC, 30 * MSEC, 0, 0, TK_MODES(1)));
+    uint32_t later = sched(spec_in(TK_CLOCK_MONOTONIC, 40 * MSEC, 0, 0, TK_MODES(0)));
+    int rc = w_run(S, 0, 1000 * MSEC, 0);
+    EXPECT(seen.nowait == TK_RUN_PASSED && seen.until == TK_RUN_TIMED_OUT,
+           "nested runs returned %d and %d, want %d and %d", seen.nowait, seen.until,
+           TK_RUN_PASSED, TK_RUN_TIMED_OUT);
+    EXPECT(rc == TK_RUN_STOPPED && w_now(S, TK_CLOCK_MONOTONIC) == 60 * MSEC,
+           "the run returned %d at %" PRId64 ", want %d at 60 ms", rc,
+           w_now(S, TK_CLOCK_MONOTONIC), TK_RUN_STOPPED);
+    EXPECT(S->nlog == 2 && S->log[1].rec == nested, "%zu callbacks before the stop, want 2",
+           S->nlog);
+    /* The mode-0 timer that came due in the nested run waits for the next. */
+    rc = w_run(S, 0, 100 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT && S->nlog == 3 && S->log[2].rec == later,
+           "the next run returned %d after %zu callbacks", rc, S->nlog);
+    scenario_end();
+}
+
+/* Timer 0 stops the run it is in and runs mode 1 nested to 100 ms; the
+ * mode-1 timer stops that nested run. */
+static void stop_at_two_depths_hook(world *w, int kind, uint32_t rec, uint64_t missed) {
+    (void)kind;
+    (void)missed;
+    stop_nest *seen = w->hook_data;
+    if (rec == 0) {
+        w_stop(w);
+        seen->until = w_run(w, 1, 100 * MSEC, 0);
+    } else if (rec == 1) {
+        w_stop(w);
+    }
+}
+
+/* Two stops, each asked of the run innermost at the time: each ends its
+ * own run, the nested one at the callback that asked for it. */
+static void scenario_stop_at_two_depths(void) {
+    scenario_begin("stop-at-two-depths", 0);
+    if (S_failed) { scenario_end(); return; }
+    stop_nest seen = {-1, -1};
+    S->hook = stop_at_two_depths_hook;
+    S->hook_data = &seen;
+    sched(spec_in(TK_CLOCK_MONOTONIC, 10 * MSEC, 0, 0, TK_MODES(0)));
+    sched(spec_in(TK_CLOCK_MONOTONIC, 30 * MSEC, 0, 0, TK_MODES(1)));
+    sched(spec_in(TK_CLOCK_MONOTONIC, 50 * MSEC, 0, 0, TK_MODES(1)));
+    sched(spec_in(TK_CLOCK_MONOTONIC, 50 * MSEC, 0, 0, TK_MODES(0)));
+    int rc = w_run(S, 0, 1000 * MSEC, 0);
+    EXPECT(seen.until == TK_RUN_STOPPED && rc == TK_RUN_STOPPED,
+           "nested run returned %d, the run %d, want both %d", seen.until, rc, TK_RUN_STOPPED);
+    EXPECT(S->nlog == 2 && w_now(S, TK_CLOCK_MONOTONIC) == 30 * MSEC,
+           "%zu callbacks, clock at %" PRId64 ", want 2 at 30 ms", S->nlog,
+           w_now(S, TK_CLOCK_MONOTONIC));
+    /* Neither stop is left over. */
+    rc = w_run(S, 0, 100 * MSEC, 0);
+    EXPECT(rc == TK_RUN_TIMED_OUT && S->nlog == 3, "the next run returned %d after %zu callbacks",
+           rc, S->nlog);
+    scenario_end();
+}
+
 /* A repeating timer in a long run fires exactly once per period, and its
  * callback sees all three clocks at each wake-up: its deadline + leeway. */
 static void scenario_run_repeating(void) {
@@ -2513,7 +2598,11 @@ static void test_run_deadline_pass(void) {
 static void test_run_until_idle(void) {
     on_both_worlds_isolated(scenario_run_until_idle, "run-until-idle");
 }
-static void test_run_stop(void) { on_both_worlds_isolated(scenario_run_stop, "run-stop"); }
+static void test_run_stop(void) {
+    on_both_worlds_isolated(scenario_run_stop, "run-stop");
+    on_both_worlds_isolated(scenario_stop_then_nest, "stop-then-nest");
+    on_both_worlds_isolated(scenario_stop_at_two_depths, "stop-at-two-depths");
+}
 static void test_due_behind(void) {
     on_both_worlds_isolated(scenario_due_behind, "due-behind");
     on_both_worlds_isolated(scenario_repeating_behind_nested_run, "repeating-behind-nested-run");

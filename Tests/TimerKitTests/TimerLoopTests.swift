@@ -202,6 +202,34 @@ struct TimerLoopTests {
         #expect(try loop.run() == .stopped)
     }
 
+    @Test("a stop is the innermost run's as it is asked: a run an action starts after it does not take it")
+    func stopThenNestedRun() throws {
+        let loop = try TimerLoop.manual()
+        let nested = Locked<[TimerLoop.RunResult]>([])
+        let log = Locked<[String]>([])
+        try loop.schedule(after: .milliseconds(10)) { _, _ in
+            log.withLock { $0.append("closes@\(loop.time)") }
+            loop.stop()
+            // Pumping the loop once more before the action returns.
+            let pumped = try? loop.runOnce(mode: .tracking, waiting: false)
+            let ran = try? loop.run(mode: .tracking, for: .milliseconds(50))
+            nested.withLock { $0 += [pumped, ran].compactMap { $0 } }
+        }
+        try loop.schedule(after: .milliseconds(30), in: .common) { _, _ in
+            log.withLock { $0.append("common@\(loop.time)") }
+        }
+        try loop.schedule(after: .milliseconds(40)) { _, _ in
+            log.withLock { $0.append("default@\(loop.time)") }
+        }
+        #expect(try loop.run(for: .seconds(1)) == .stopped)
+        #expect(nested.value == [.passed, .timedOut])
+        #expect(loop.time == .milliseconds(60))
+        #expect(log.value == ["closes@\(Duration.milliseconds(10))", "common@\(Duration.milliseconds(30))"])
+        // The default timer that came due in the nested run waits for the next.
+        #expect(try loop.run(for: .milliseconds(10)) == .timedOut)
+        #expect(log.value.last == "default@\(Duration.milliseconds(60))")
+    }
+
     @Test("a loop on its own thread runs timers scheduled from other threads")
     func startThread() throws {
         let loop = try TimerLoop.startThread()
