@@ -38,6 +38,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// inside one of the loop's callbacks (for example advancing a manual
     /// loop from a timer it fires).
     case busy
+    /// Another task is waiting in `next()` of the same ``TimerTicks``
+    /// iterator (a copy of it: copies share one timer). An iterator belongs
+    /// to one task; the waiting call goes on.
+    case iteratorInUse
     /// A loop tells apart at most 31 modes (`TK_MODE_COUNT`); this one would be the 32nd.
     case tooManyModes(LoopMode)
     /// ``LoopMode/common`` names a set of modes; a loop runs in one mode.
@@ -108,6 +112,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "the timer is already scheduled on another loop"
         case .busy:
             "the loop is running on another thread, or this call is not allowed from its callbacks"
+        case .iteratorInUse:
+            "another task is waiting for this ticks iterator's next tick: an iterator belongs to one task"
         case .tooManyModes(let mode):
             "the loop already has \(TK_MODE_COUNT) modes; cannot add mode \(ErrorText.quoted(mode.name))"
         case .notARunMode(let mode):

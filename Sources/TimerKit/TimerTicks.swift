@@ -10,7 +10,8 @@
 /// (a `for try await` loop makes it as it begins): the first tick comes one
 /// interval later, and the timer stays on its grid from there. Two tasks that iterate the same sequence each get
 /// every tick; one iterator cannot be shared between tasks (it is not
-/// `Sendable`).
+/// `Sendable`), and a copy of it shares its timer: a second task's `next()`
+/// on a copy while the first waits throws ``TimerError/iteratorInUse``.
 ///
 /// Ticks never pile up: a slow consumer gets the next tick with the skipped
 /// ones counted in ``Tick/missed`` and the latest grid instant in
@@ -99,8 +100,10 @@ public struct TimerTicks<Clock: TimerClock>: AsyncSequence, Sendable {
         ///
         /// - Throws: ``TimerError`` if the timer could not be scheduled (a
         ///   mode error, ``TimerError/notManual`` for a ``ManualClock``'s
-        ///   ticks on a real loop, or the loop's thread could not start), or
-        ///   its loop's run failed (see ``TimerLoop/failure``).
+        ///   ticks on a real loop, or the loop's thread could not start), if
+        ///   its loop's run failed (see ``TimerLoop/failure``), or
+        ///   ``TimerError/iteratorInUse`` if another task waits in a copy of
+        ///   this iterator.
         nonisolated(nonsending)
         public mutating func next() async throws(TimerError) -> Tick? {
             try await source.get().next()
@@ -148,6 +151,10 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
         var next: Clock.Instant
         var pending: Tick?
         var waiter: CheckedContinuation<Result<Tick?, TimerError>, Never>?
+        /// The call of `next()` that `waiter` belongs to, by its number.
+        var waitingCall: UInt64 = 0
+        /// Numbers the calls of `next()` (from 1).
+        var calls: UInt64 = 0
         var finished = false
         var failure: TimerError?
     }
@@ -227,11 +234,19 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
 
     nonisolated(nonsending)
     private func waitForTick() async -> Result<Tick?, TimerError> {
-        await withTaskCancellationHandler {
+        let call = state.withLock { state in
+            state.calls += 1
+            return state.calls
+        }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<Tick?, TimerError>, Never>) in
                 let ready: Result<Tick?, TimerError>? = state.withLock { state in
                     if let failure = state.failure { return .failure(failure) }
+                    // A copy of the iterator, used by a second task while
+                    // the first waits (copies share this source). The
+                    // waiting call is left as it is.
+                    if state.waiter != nil { return .failure(.iteratorInUse) }
                     // Before a held tick: a cancelled iteration has ended.
                     if state.finished || Task.isCancelled { return .success(nil) }
                     if let tick = state.pending {
@@ -239,12 +254,16 @@ final class TickSource<Clock: TimerClock>: LoopWaiter {
                         return .success(tick)
                     }
                     state.waiter = continuation
+                    state.waitingCall = call
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            finish(nil)
+            // The iteration ends, unless the call cancelled is a copy's
+            // that another call's wait turns away: that wait goes on.
+            let othersWait = state.withLock { $0.waiter != nil && $0.waitingCall != call }
+            if !othersWait { finish(nil) }
         }
     }
 

@@ -169,6 +169,35 @@ struct TimerTicksTests {
         #expect(clock.loop.statistics.pending == 0, "the timer goes with the iteration")
     }
 
+    @Test("a copy of an iterator used by a second task while one waits is refused, and the wait goes on")
+    @MainActor func copiedIterator() async throws {
+        let clock = try ManualClock()
+        let holder = IteratorHolder(try TimerTicks(every: .seconds(1), clock: clock).makeAsyncIterator())
+        let outcomes = Locked<[String]>([])
+        // Two tasks on the main actor, each with a copy: copies share a timer.
+        let tasks = (0..<2).map { _ in
+            Task { @MainActor in
+                var copy = holder.iterator
+                do {
+                    let tick = try await copy.next()
+                    outcomes.withLock { $0.append("tick \(tick.map { "\($0.timestamp.offset)" } ?? "nil")") }
+                } catch {
+                    outcomes.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        // Whichever came second is turned away at once.
+        #expect(await waitUntilAsync { @Sendable in outcomes.value.count == 1 })
+        #expect(outcomes.value == [TimerError.iteratorInUse.description])
+        try clock.advance(by: .seconds(1))
+        for task in tasks { await task.value }
+        #expect(outcomes.value.last == "tick \(Duration.seconds(1))")
+        // The iterator goes on, and its timer with it.
+        try clock.advance(by: .seconds(1))
+        var iterator = holder.iterator
+        #expect(try await iterator.next()?.timestamp.offset == .seconds(2))
+    }
+
     @Test("ticks on a boot-clock timer and on a ManualClock's loop")
     func otherClocks() async throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(50))
@@ -233,4 +262,10 @@ extension SharedLoopTests {
             #expect(count == 3)
         }
     }
+}
+
+/// Holds an iterator on the main actor, where two tasks can take copies.
+@MainActor final class IteratorHolder {
+    var iterator: TimerTicks<ManualClock>.Iterator
+    init(_ iterator: TimerTicks<ManualClock>.Iterator) { self.iterator = iterator }
 }
