@@ -137,7 +137,7 @@ public final class CountdownCenter: Sendable {
             trustedOffset = ThreadLocked(.zero)
             sampleObserver = nil
         }
-        weakCenter.center = self
+        weakCenter.set(self)
         if case .trusted(let clock) = timeBase {
             // Read again, under the lock, now that a change of the clock's
             // samples reaches the center: one made before the observer
@@ -585,10 +585,26 @@ public final class CountdownCenter: Sendable {
     }
 }
 
-/// The center's timer's weak way back (the center owns the timer).
-private final class WeakCenter: @unchecked Sendable {
-    // Written once in the center's initializer, before the timer can fire.
-    weak var center: CountdownCenter?
+/// The weak way back to the center from its timer and its clock's sample
+/// observer, which the center owns. Both may run on other threads as soon as
+/// they exist, before the initializer can name the center and set it here,
+/// so the reference is written and read under a lock.
+private final class WeakCenter: Sendable {
+    private struct Reference {
+        weak var center: CountdownCenter?
+    }
+
+    private let reference = ThreadLocked(Reference())
+
+    /// The center, once set and while it lives.
+    var center: CountdownCenter? {
+        reference.withLock { $0.center }
+    }
+
+    /// Set once, by the center's initializer.
+    func set(_ center: CountdownCenter) {
+        reference.withLock { $0.center = center }
+    }
 }
 
 extension Int64 {
