@@ -80,13 +80,16 @@ extension TimerLoop: SerialExecutor, TaskExecutor {
     }
 
     /// Whether the calling thread is running this loop (in a run, an
-    /// advance, or one of their callbacks and jobs; after the run of the
-    /// loop's own thread failed, in one of the jobs that thread goes on
-    /// running).
+    /// advance, or one of their callbacks and jobs). Once the run of the
+    /// loop's own thread has failed, that thread goes on running the loop's
+    /// jobs, and only a job is on the loop: another thread that runs the
+    /// loop meanwhile is not, outside the jobs it runs (its callbacks could
+    /// otherwise overlap a job of the same actor).
     ///
     /// The corresponding C function is `tk_loop_runs_on_this_thread`.
     public var isRunningOnCurrentThread: Bool {
-        tk_loop_runs_on_this_thread(handle) == 1 || (hasFailed && TimerLoop.executing === self)
+        if hasFailed { return TimerLoop.executing === self }
+        return tk_loop_runs_on_this_thread(handle) == 1
     }
 
     /// The loop whose jobs the calling thread is running, if any: the

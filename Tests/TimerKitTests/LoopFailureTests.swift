@@ -87,6 +87,30 @@ struct LoopFailureTests {
         #expect(loop.failure == expected)
     }
 
+    @Test("once its thread's run failed, another thread running the loop is not on it outside jobs")
+    func anotherThreadRunsTheFailedLoop() async throws {
+        let (run, loop) = try FailingRun.startLoop(failingWith: EIO)
+        defer { loop.stop() }  // the thread that serves its jobs since the failure
+        let worker = Worker(loop: loop)
+        // A timer in a mode the failing thread never runs.
+        let elsewhere = LoopMode("elsewhere")
+        let onLoop = Locked<[Bool]>([])
+        try loop.schedule(after: .milliseconds(1), in: elsewhere) { _, _ in
+            onLoop.withLock { $0.append(loop.isRunningOnCurrentThread) }
+            loop.stop()
+        }
+        #expect(await worker.onLoop())
+        run.fail(loop)
+        #expect(await waitUntilAsync { loop.failure != nil })
+        // This thread runs the loop: the timer's action is not isolated to
+        // the loop, whose own thread may be running a job of the actor.
+        #expect(try loop.run(mode: elsewhere, for: .seconds(30)) == .stopped)
+        #expect(onLoop.value == [false])
+        #expect(!loop.isRunningOnCurrentThread)
+        // The actor's jobs still run on the loop.
+        #expect(await worker.onLoop())
+    }
+
     @Test("a stop that comes as the run fails ends the thread, which lets go of the loop")
     func stopAsTheRunFails() throws {
         weak var released: TimerLoop?
