@@ -14,6 +14,12 @@ extension TimerLoop {
     /// ``now(_:)`` reading that time inside the callback. Timers scheduled by
     /// callbacks within the span fire too. Returns the number of callbacks run.
     ///
+    /// A repeating timer fires at each point of its grid that the span
+    /// crosses, as on a loop that keeps up with it (a real loop that falls
+    /// behind fires once and counts the skipped fires): advancing a 1 ms
+    /// timer by an hour runs its action 3,600,000 times, one call after
+    /// another.
+    ///
     /// A timer that its action makes due at once again (say, with
     /// `setFireDate` to the current time) fires at the next pass, at the same
     /// time. An advance makes at most 65 passes at one time; then it moves

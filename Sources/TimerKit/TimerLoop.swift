@@ -117,6 +117,12 @@ public final class TimerLoop: @unchecked Sendable {
     /// ``advance(by:mode:)``, a run with a deadline, or
     /// ``setManualTime(to:)``.
     ///
+    /// `start` is rounded down to whole nanoseconds and saturates at the C
+    /// core's range, `Int64.max` nanoseconds (about 292 years) either way.
+    /// On a loop at the top of that range, time cannot move on: a timer
+    /// scheduled there with a delay has its deadline at the top too, which
+    /// never comes, and only fire dates before it are ever reached.
+    ///
     /// The corresponding C function is `tk_loop_create_manual`.
     ///
     /// - Throws: ``TimerError/system(_:)`` if the kernel refuses an epoll

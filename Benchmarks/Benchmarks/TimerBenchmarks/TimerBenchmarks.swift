@@ -2,7 +2,7 @@
 //
 // Every benchmark runs in a process of its own (the benchmark tool starts one
 // per benchmark), which is what makes the memory figures clean. The peers are
-// the ones `timerkit bench` measures (TimerBench) plus SwiftNIO (NIOPeers):
+// the ones `timer-peers` measures (TimerBench plus SwiftNIO, NIOPeers):
 //
 //   Churn/<side>/<n>          schedule a timer and cancel a random pending one,
 //                             n pending; 1,000 operations per iteration

@@ -2,7 +2,7 @@ import Foundation
 
 /// The side-by-side benchmark: TimerKit against Foundation, Dispatch, the
 /// standard library and any peers a program adds (Benchmarks/ adds SwiftNIO),
-/// measured in one run. `timerkit bench` is this with the standard peers.
+/// measured in one run: `timer-peers` runs it with SwiftNIO added.
 public enum BenchCommand {
     /// How long and how thorough a run is.
     public enum Length: String, Sendable {

@@ -42,7 +42,7 @@ struct BenchReport {
 
     var text: String {
         var out: [String] = []
-        out.append("timerkit bench (\(length.rawValue), seed \(seed))")
+        out.append("timer-peers (\(length.rawValue), seed \(seed))")
         out.append("machine: \(machine.processors) CPUs, \(machine.cpuModel), Linux \(machine.kernel); timer slack \(machine.timerSlack) ns; run took \(fixed(Double(elapsedNs) / 1e9, 1)) s")
         out.append("load average (1/5/15 min): \(load.before) before, \(load.after) after")
         out.append("ratios: a peer's figure divided by TimerKit's (or the named reference); above 1.00x TimerKit is ahead.")

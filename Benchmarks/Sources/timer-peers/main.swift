@@ -1,5 +1,5 @@
-// timer-peers: `timerkit bench` with SwiftNIO added as a peer and the
-// allocations of every side counted.
+// timer-peers: the side-by-side benchmark (TimerBench's BenchCommand) with
+// SwiftNIO added as a peer and the allocations of every side counted.
 //
 //   swift run -c release timer-peers [--quick | --full] [--json] [--seed N] [--charts DIR]
 //
