@@ -30,7 +30,8 @@
  *          as the header always said: a run that a callback starts after
  *          asking it (a nested run that pumps the loop) no longer takes it,
  *          and the run it was asked of returns after that callback. A stop
- *          whose run returns without taking it is the run's around it.
+ *          whose run returns an error before taking it is the run's
+ *          around it.
  *      14  A manual advance, or run with a deadline, makes at most 65
  *          passes at one time (the first and 64 more), counting those for
  *          timers due at once and for wake-ups asked for, then moves to the
@@ -624,11 +625,11 @@ int tk_loop_run(tk_loop *loop, tk_mode_set mode, int64_t deadline_ns, uint32_t f
  * CFRunLoopStop: a run that the callback starts after asking it (a nested
  * run that pumps the loop) runs as usual and does not take it, and the run
  * it was asked of returns once the callback does. A stop asked of a nested
- * run ends that run only. If the run asked returns without taking it (a
- * stop from another thread that lands as the run ends for another reason),
- * the stop is the run's around it, or, for the outermost, the next run's:
- * every stop ends one run, unless tk_loop_take_stop takes it. Stops asked
- * of one run before it takes them end it once. 0 or -EINVAL.
+ * run ends that run only, at any depth. If the run asked returns an error
+ * before taking it (a stop from another thread that comes while its wait
+ * fails), the stop is the run's around it, or, for the outermost, the next
+ * run's (or tk_loop_take_stop's): no stop is lost. Stops asked of one run
+ * before it takes them end it once. 0 or -EINVAL.
  */
 int tk_loop_stop(tk_loop *loop);
 

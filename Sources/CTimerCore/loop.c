@@ -294,16 +294,28 @@ int tk__loop_enter(tk_loop *loop, int advancing) {
 }
 
 void tk__loop_leave(tk_loop *loop) {
-    /* A stop asked of this run that it returned without taking (it ended
-     * for another reason first) is the run's around it, as a stop asked
-     * with no run going is the next run's: every stop ends one run. (At
-     * depth 1 the bit is the next run's already; beyond 64 the runs share
-     * one.) */
-    uint64_t bit = tk__stop_bit(loop->depth);
-    uint64_t outer = tk__stop_bit(loop->depth - 1);
-    if ((loop->stop_depths & bit) && bit != outer) loop->stop_depths = (loop->stop_depths & ~bit) | outer;
     loop->depth--;
     loop->advancing = 0;
+}
+
+void tk__run_begin(tk_loop *loop, tk__run *run) {
+    run->outer = loop->run;
+    run->stop = 0;
+    if (run->outer == NULL) {
+        run->stop = loop->stop_next;
+        loop->stop_next = 0;
+    }
+    loop->run = run;
+}
+
+void tk__run_end(tk_loop *loop, tk__run *run) {
+    loop->run = run->outer;
+    if (!run->stop) return;
+    if (run->outer != NULL) {
+        run->outer->stop = 1;
+    } else {
+        loop->stop_next = 1;
+    }
 }
 
 /* ---- Waiting and events ------------------------------------------------------ */
@@ -666,10 +678,13 @@ int tk_loop_run(tk_loop *loop, tk_mode_set modes, int64_t deadline_ns, uint32_t 
     if (result == 0) {
         unsigned outer_mode = loop->mode;
         loop->mode = (unsigned)mode;
+        tk__run run;
+        tk__run_begin(loop, &run);
         int outermost = loop->depth == 1;
         if (outermost) result = tk__precision_enter(loop);
         if (result == 0) result = run_passes(loop, (unsigned)mode, deadline_ns, flags);
         if (outermost) tk__precision_leave(loop);
+        tk__run_end(loop, &run);
         loop->mode = outer_mode;
         tk__loop_leave(loop);
     }
@@ -696,7 +711,11 @@ int tk__loop_kick(tk_loop *loop) {
 int tk_loop_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    loop->stop_depths |= tk__stop_bit(loop->depth);
+    if (loop->run != NULL) {
+        loop->run->stop = 1;
+    } else {
+        loop->stop_next = 1;
+    }
     int result = tk__loop_kick(loop);
     pthread_mutex_unlock(&loop->lock);
     return result;
@@ -705,9 +724,8 @@ int tk_loop_stop(tk_loop *loop) {
 int tk_loop_take_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    /* With no run going, only the next run's bit can be set. */
-    int taken = loop->stop_depths != 0 && loop->depth == 0;
-    if (taken) loop->stop_depths = 0;
+    int taken = loop->stop_next && loop->depth == 0;
+    if (taken) loop->stop_next = 0;
     pthread_mutex_unlock(&loop->lock);
     return taken;
 }

@@ -152,12 +152,11 @@ struct tk_loop {
     int releasing;     /* release handlers running */
     pthread_t owner;   /* the thread running the loop while depth > 0 */
     unsigned mode;     /* the mode of the innermost run */
-    /* Stops asked for, a bit per run: bit d - 1 for the run at depth d
-     * (runs nested deeper than 64 share the last bit). tk_loop_stop asks
-     * the innermost run, or the next one (bit 0) if none is running; a run
-     * that returns without taking its stop passes it to the run around it
-     * (tk__loop_leave). */
-    uint64_t stop_depths;
+    /* The innermost tk_loop_run going on (NULL: none), which tk_loop_stop
+     * asks to return; with none going, `stop_next` holds a stop for the
+     * next run. */
+    struct tk__run *run;
+    int stop_next;
     int wakeup_requested;
     int sleeping;      /* the running thread is in epoll_wait */
     int spinning;      /* ... or spinning for a precise timer (precision.c) */
@@ -309,26 +308,34 @@ TK__INTERNAL int tk__loop_kick(tk_loop *loop);
 
 /* Claims the loop for the calling thread (depth++), or -EBUSY. */
 TK__INTERNAL int tk__loop_enter(tk_loop *loop, int advancing);
-/* Lets go of it (depth--); a stop the run did not take is passed on. */
 TK__INTERNAL void tk__loop_leave(tk_loop *loop);
 
-/* The bit of `stop_depths` for the run at `depth` (0: the next run's). */
-static inline uint64_t tk__stop_bit(int depth) {
-    if (depth <= 1) return 1;
-    return depth >= 64 ? UINT64_C(1) << 63 : UINT64_C(1) << (depth - 1);
-}
+/* A tk_loop_run going on, in its caller's frame, as CFRunLoop keeps its
+ * per-run data: whether a stop was asked of it, and the run around it. A
+ * stop is the run's that is innermost as it is asked, so a run nested after
+ * it begins without one. */
+typedef struct tk__run {
+    struct tk__run *outer;
+    int stop;
+} tk__run;
 
-/* Whether a stop asks the innermost run (or, with none, the next) to
- * return. Lock held. */
+/* Begins `run` as the innermost (after tk__loop_enter): the outermost takes
+ * a stop asked for the next run. Lock held. */
+TK__INTERNAL void tk__run_begin(tk_loop *loop, tk__run *run);
+/* Ends the innermost run (before tk__loop_leave). A stop it did not take
+ * (it returned an error first) is the run's around it, or the next run's,
+ * so that none is lost. Lock held. */
+TK__INTERNAL void tk__run_end(tk_loop *loop, tk__run *run);
+
+/* Whether a stop asks the innermost run to return. Lock held. */
 static inline int tk__stop_due(const tk_loop *loop) {
-    return (loop->stop_depths & tk__stop_bit(loop->depth)) != 0;
+    return loop->run != NULL ? loop->run->stop : loop->stop_next;
 }
 
 /* Takes the innermost run's stop: 1 if there was one, else 0. Lock held. */
 static inline int tk__stop_take(tk_loop *loop) {
-    uint64_t bit = tk__stop_bit(loop->depth);
-    if ((loop->stop_depths & bit) == 0) return 0;
-    loop->stop_depths &= ~bit;
+    if (loop->run == NULL || !loop->run->stop) return 0;
+    loop->run->stop = 0;
     return 1;
 }
 

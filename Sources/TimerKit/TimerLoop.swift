@@ -221,10 +221,18 @@ public final class TimerLoop: @unchecked Sendable {
     }
 
     /// Makes one pass: fires what is due in `mode` and handles what is ready;
-    /// with `waiting`, first waits until something happens.
+    /// with `waiting`, first waits until something happens (a timer of the
+    /// mode comes due, a job or a wake-up arrives, or ``stop()`` is called).
+    ///
+    /// On a manual loop it does not move time: with nothing due, a waiting
+    /// call returns only once another thread queues a job on the loop,
+    /// wakes it, or stops it. Move time with ``advance(by:mode:)`` or a run
+    /// with a deadline.
     ///
     /// The corresponding C function is `tk_loop_run` with `TK_RUN_ONCE` or
     /// `TK_RUN_NOWAIT`.
+    ///
+    /// - Throws: what ``run(mode:until:)`` throws.
     @discardableResult
     public func runOnce(mode: LoopMode = .default, waiting: Bool = true) throws(TimerError)
         -> RunResult
@@ -250,8 +258,8 @@ public final class TimerLoop: @unchecked Sendable {
     /// `CFRunLoopStop`: an action that stops the loop and then pumps it
     /// (``runOnce(mode:waiting:)``, a nested ``run(mode:until:)``) does not
     /// end those nested runs, and the run it stopped returns once the action
-    /// does. If the run asked returns for another reason first, the stop is
-    /// the run's around it (or the next run's): every stop ends one run.
+    /// does. If the run asked throws before taking it, the stop is the run's
+    /// around it (or the next run's): no stop is lost.
     ///
     /// The corresponding C function is `tk_loop_stop`.
     public func stop() {

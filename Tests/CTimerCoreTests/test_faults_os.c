@@ -25,9 +25,14 @@
  *     INT64_MAX (it wrapped round to a negative reading, so that a wall-clock
  *     timer already due never fired), a wall-clock timer due fires, and one
  *     scheduled with a delay is due at INT64_MAX, never.
+ *   - stop_through_a_failing_wait: epoll_wait is wrapped so that, once, a
+ *     stop comes from another thread while a nested run waits and the wait
+ *     fails (ENOMEM). The nested run returns the error without taking the
+ *     stop, and the run around it takes it: it returns TK_RUN_STOPPED after
+ *     the callback, and is not left to run to its deadline.
  * Times are only checked for order and "never early": the machine is shared.
  */
-/* test link flags: -Wl,--wrap=timerfd_settime -Wl,--wrap=clock_gettime -Wl,--wrap=read */
+/* test link flags: -Wl,--wrap=timerfd_settime -Wl,--wrap=clock_gettime -Wl,--wrap=read -Wl,--wrap=epoll_wait */
 #include "CTimerCore.h"
 
 #include <errno.h>
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -658,6 +664,77 @@ static void test_wall_clock_past_2262(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* ---- stop_through_a_failing_wait ----------------------------------------- */
+
+int __real_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
+int __wrap_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
+
+/* Set to a loop: the next wait that would block stops that loop, as a stop
+ * from another thread coming during the wait would, and fails with ENOMEM
+ * (the loop is not locked while it waits). */
+static tk_loop *_Atomic g_stop_and_fail_wait;
+
+int __wrap_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    if (timeout != 0) {
+        tk_loop *loop = atomic_exchange(&g_stop_and_fail_wait, NULL);
+        if (loop != NULL) {
+            CHECK_EQ(tk_loop_stop(loop), 0);
+            errno = ENOMEM;
+            return -1;
+        }
+    }
+    return __real_epoll_wait(epfd, events, maxevents, timeout);
+}
+
+static int g_nested_result;
+
+/* Runs mode 1, where nothing is scheduled, nested: its wait fails. */
+static void run_nested_into_failing_wait(tk_loop *loop, tk_timer_id id, uint64_t missed,
+                                         void *context) {
+    (void)id;
+    (void)missed;
+    (void)context;
+    int64_t now = now_on(TK_CLOCK_MONOTONIC);
+    atomic_store(&g_stop_and_fail_wait, loop);
+    g_nested_result = tk_loop_run(loop, TK_MODES(1), now + 10000 * MS, 0);
+}
+
+static int g_late_fires;
+
+static void count_late_fire(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)loop;
+    (void)id;
+    (void)missed;
+    (void)context;
+    g_late_fires++;
+}
+
+static void test_stop_through_a_failing_wait(void) {
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    if (loop == NULL) return;
+    g_nested_result = 1;
+    g_late_fires = 0;
+    tk_timer_spec first = {.delay_ns = 1 * MS};
+    tk_timer_spec later = {.delay_ns = 200 * MS};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &first, run_nested_into_failing_wait, NULL, &id), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &later, count_late_fire, NULL, &id), 0);
+    int64_t start = now_on(TK_CLOCK_MONOTONIC);
+    /* Were the stop lost, the run would go on to its deadline, 10 s away,
+     * firing the later timer on the way. */
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0), start + 10000 * MS, 0), TK_RUN_STOPPED);
+    CHECK_EQ(g_nested_result, -ENOMEM);
+    CHECK_EQ(g_late_fires, 0);
+    CHECK(atomic_load(&g_stop_and_fail_wait) == NULL);
+    /* Taken once: the next run goes on as usual, and fires the later timer. */
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0), now_on(TK_CLOCK_MONOTONIC) + 400 * MS, TK_RUN_ONCE),
+             TK_RUN_PASSED);
+    CHECK_EQ(g_late_fires, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"signal_storm", test_signal_storm, 120},
     {"descriptors_run_out", test_descriptors_run_out, 120},
@@ -665,6 +742,7 @@ static const test_case tests[] = {
     {"stop_at_wall_step_read", test_stop_at_wall_step_read, 60},
     {"nowait_needs_no_descriptor", test_nowait_needs_no_descriptor, 60},
     {"wall_clock_past_2262", test_wall_clock_past_2262, 60},
+    {"stop_through_a_failing_wait", test_stop_through_a_failing_wait, 120},
 };
 
 int main(int argc, char **argv) {
