@@ -200,7 +200,7 @@ TK_TEST_TIMEOUT=${TK_TEST_TIMEOUT:-900}
 [[ "$TK_FUZZ_RUNS" =~ ^[1-9][0-9]*$ ]] || fail "TK_FUZZ_RUNS must be a positive number of runs"
 [[ "$TK_FUZZ_SECONDS" =~ ^[0-9]+$ ]] || fail "TK_FUZZ_SECONDS must be a whole number of seconds"
 [[ "$TK_TEST_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || fail "TK_TEST_TIMEOUT must be a positive number of seconds"
-[[ "$TK_SEED" =~ ^[0-9]{1,18}$ ]] || fail "TK_SEED must be a whole number of at most 18 digits"
+[[ "$TK_SEED" =~ ^(0|[1-9][0-9]{0,17})$ ]] || fail "TK_SEED must be a whole number of at most 18 digits, with no leading zero"
 
 echo "seed: TK_SEED=$TK_SEED"
 
@@ -436,7 +436,14 @@ run_logged "$LOGS/precise_bench.log" timeout -k 10 "$TK_TEST_TIMEOUT" build/benc
 run_logged "$LOGS/soak.log" timeout -k 10 "$TK_TEST_TIMEOUT" build/bench/soak \
     --seconds 6 --sample-seconds 1 --warmup 2 --seed "$TK_SEED" --csv build/bench/soak.csv
 [ "$RUN_STATUS" -eq 0 ] || fail "soak --seconds 6 exited with status $RUN_STATUS (log: $LOGS/soak.log)"
-end_stage "core_bench --quick, precise_bench --quick and soak --seconds 6 ran (every timer accounted for, flat)"
+# Numbers not written in decimal digits alone are refused (status 64)
+# before anything runs, as their usages write them.
+for bad in "core_bench --seed +5" "core_bench --fires 10x" "core_bench --reps -1" \
+    "precise_bench --fires +600" "soak --seconds +6" "soak --seed 0x10"; do
+    run_logged "$LOGS/bench-bad-number.log" timeout -k 10 60 build/bench/$bad
+    [ "$RUN_STATUS" -eq 64 ] || fail "$bad was not refused with status 64 (log: $LOGS/bench-bad-number.log)"
+done
+end_stage "core_bench --quick, precise_bench --quick and soak --seconds 6 ran (every timer accounted for, flat); 6 bad numbers refused"
 
 # --- swift ------------------------------------------------------------------------
 

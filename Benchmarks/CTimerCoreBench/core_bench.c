@@ -25,6 +25,7 @@
  * rather than producing a figure.
  */
 #include "CTimerCore.h"
+#include "decimal.h"
 #include "proc_self.h"
 #include "splitmix64.h"
 
@@ -1329,19 +1330,26 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--json") == 0) {
             cfg.json = 1;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            cfg.seed = strtoull(argv[++i], NULL, 0);
+            uint64_t seed;
+            if (bench_decimal(argv[++i], 0, UINT64_MAX, &seed) != 0) {
+                usage(argv[0]);
+                return 64;
+            }
+            cfg.seed = seed;
         } else if (strcmp(argv[i], "--fires") == 0 && i + 1 < argc) {
-            fires = atol(argv[++i]);
-            if (fires < 1 || fires > 10000000) {
+            uint64_t number;
+            if (bench_decimal(argv[++i], 1, 10000000, &number) != 0) {
                 usage(argv[0]);
                 return 64;
             }
+            fires = (long)number;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-            if (reps < 1) {
+            uint64_t number;
+            if (bench_decimal(argv[++i], 1, 1000000, &number) != 0) {
                 usage(argv[0]);
                 return 64;
             }
+            reps = (int)number;
         } else {
             usage(argv[0]);
             return strcmp(argv[i], "--help") == 0 ? 0 : 64;

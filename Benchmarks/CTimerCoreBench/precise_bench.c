@@ -27,6 +27,7 @@
  * fails, 3 if --priority was asked for and refused (-EPERM), 64 for bad usage.
  */
 #include "CTimerCore.h"
+#include "decimal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -159,15 +160,13 @@ static void usage(const char *name) {
 }
 
 static long parse(const char *text, long low, long high, const char *name) {
-    char *end;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (errno != 0 || *end != '\0' || end == text || value < low || value > high) {
+    uint64_t value;
+    if (bench_decimal(text, (uint64_t)low, (uint64_t)high, &value) != 0) {
         fprintf(stderr, "precise_bench: %s must be a whole number in [%ld, %ld], not '%s'\n",
                 name, low, high, text);
         exit(64);
     }
-    return value;
+    return (long)value;
 }
 
 int main(int argc, char **argv) {

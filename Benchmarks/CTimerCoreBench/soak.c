@@ -73,6 +73,7 @@
 #endif
 
 #include "CTimerCore.h"
+#include "decimal.h"
 #include "proc_self.h"
 #include "splitmix64.h"
 
@@ -1167,11 +1168,9 @@ static void usage(const char *argv0) {
 }
 
 static int parse_long(const char *text, long low, long high, long *out) {
-    char *end;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != 0 || value < low || value > high) return -1;
-    *out = value;
+    uint64_t value;
+    if (bench_decimal(text, (uint64_t)low, (uint64_t)high, &value) != 0) return -1;
+    *out = (long)value;
     return 0;
 }
 
@@ -1187,10 +1186,9 @@ static const char *parse_options(int argc, char **argv, options *o) {
         if (strcmp(name, "--csv") == 0) {
             o->csv = value;
         } else if (strcmp(name, "--seed") == 0) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(value, &end, 0);
-            if (errno != 0 || end == value || *end != 0) return "--seed takes a number";
+            uint64_t seed;
+            if (bench_decimal(value, 0, UINT64_MAX, &seed) != 0) return "--seed takes a number";
+            o->seed = seed;
         } else if (strcmp(name, "--seconds") == 0) {
             if (parse_long(value, 1, 604800, &number) != 0) return "--seconds: 1 to 604800";
             o->seconds = (int)number;

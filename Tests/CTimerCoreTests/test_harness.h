@@ -121,6 +121,21 @@ static inline uint64_t hash_name(const char *s) {
 
 /* Runs the tests of `tests` (those matching --only=), prints the summary and
  * returns main's exit status. */
+/* A seed written as the scripts write it: decimal digits alone, no leading
+ * zero (strtoull's base 0 would read one as octal), within uint64_t. */
+static inline int parse_seed(const char *text, uint64_t *seed) {
+    if (text[0] == 0 || (text[0] == '0' && text[1] != 0)) return 0;
+    uint64_t value = 0;
+    for (const char *c = text; *c != 0; c++) {
+        if (*c < '0' || *c > '9') return 0;
+        unsigned digit = (unsigned)(*c - '0');
+        if (value > (UINT64_MAX - digit) / 10) return 0;
+        value = value * 10 + digit;
+    }
+    *seed = value;
+    return 1;
+}
+
 static inline int test_main(int argc, char **argv, const char *program, const test_case *tests,
                             size_t count) {
     int have_seed = 0;
@@ -128,17 +143,19 @@ static inline int test_main(int argc, char **argv, const char *program, const te
         if (strncmp(argv[i], "--only=", 7) == 0) {
             g_only = argv[i] + 7;
         } else {
-            char *end;
-            g_seed = strtoull(argv[i], &end, 0);
-            if (*argv[i] == 0 || *end != 0) {
-                fprintf(stderr, "usage: %s [seed] [--only=NAME]\n", argv[0]);
+            if (!parse_seed(argv[i], &g_seed)) {
+                fprintf(stderr, "usage: %s [seed] [--only=NAME]  (seed: decimal digits)\n",
+                        argv[0]);
                 return 2;
             }
             have_seed = 1;
         }
     }
     if (!have_seed && getenv("TK_SEED")) {
-        g_seed = strtoull(getenv("TK_SEED"), NULL, 0);
+        if (!parse_seed(getenv("TK_SEED"), &g_seed)) {
+            fprintf(stderr, "%s: TK_SEED must be decimal digits with no leading zero\n", program);
+            return 2;
+        }
         have_seed = 1;
     }
     if (!have_seed) g_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
