@@ -10,7 +10,8 @@ import Musl
 ///
 /// Every throwing API of the loop, its timers, its clocks and its ticks
 /// throws this type (TrustedTime has its own). A refused call changes
-/// nothing: timers already scheduled stay scheduled.
+/// nothing: timers already scheduled stay scheduled. New cases may come
+/// with new APIs, so a `switch` over it needs a `default`.
 ///
 /// ```swift
 /// do {

@@ -378,7 +378,9 @@ struct TimerErrorTests {
             .invalidInterval(.seconds(-2)), .negativeTolerance(.milliseconds(-3)), .invalidated,
             .scheduledOnAnotherLoop, .busy, .tooManyModes("modal"), .notARunMode(.common), .notManual,
             .system(SystemError(errno: .noMemory, function: "tk_loop_schedule")), .noModes,
-            .notRepeating,
+            .notRepeating, .iteratorInUse, .unbalancedResume, .cancelled,
+            .realtimePriorityNotPermitted, .invalidMonitorSetting(.zero),
+            .invalidFrameRate(FrameRateRange(fixed: 0)), .invalidPrecision(LoopPrecision(realtimePriority: 100)),
         ]
         let descriptions = errors.map(\.description)
         #expect(Set(descriptions).count == errors.count)

@@ -141,8 +141,9 @@ struct TimerLoopExecutorTests {
         #expect(result.early == 0)
         #expect(result.offThread == 0)
         #expect(result.hops == 0)
-        // The sleeps' timers were this loop's.
-        #expect(loop.statistics.fired - firedBefore >= 20)
+        // The sleeps' timers were this loop's. (A sleep whose deadline had
+        // passed when it began, on a thread held up for 2 ms, needs none.)
+        #expect(loop.statistics.fired - firedBefore >= 10)
     }
 
     @Test("the loop's own sleep from an actor on it ends there, with no hop, never early")
@@ -155,7 +156,7 @@ struct TimerLoopExecutorTests {
         #expect(result.early == 0)
         #expect(result.offThread == 0)
         #expect(result.hops == 0)
-        #expect(loop.statistics.fired - firedBefore >= 10)
+        #expect(loop.statistics.fired - firedBefore >= 5)
     }
 
     @Test("ticks on an actor's loop, iterated there, come with no hop")
@@ -174,7 +175,8 @@ struct TimerLoopExecutorTests {
         let firedBefore = loop.statistics.fired
         let result = await Task(executorPreference: loop) { () -> (Bool, Bool, Bool) in
             let first = loop.isRunningOnCurrentThread
-            let deadline = MonotonicClock.now + .milliseconds(3)
+            // Far enough ahead that the sleep begins before it.
+            let deadline = MonotonicClock.now + .milliseconds(50)
             try? await MonotonicClock().sleep(until: deadline)
             return (first, loop.isRunningOnCurrentThread, MonotonicClock.now >= deadline)
         }.value
