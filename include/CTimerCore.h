@@ -31,7 +31,10 @@
  *          asking it (a nested run that pumps the loop) no longer takes it,
  *          and the run it was asked of returns after that callback. A stop
  *          whose run returns an error before taking it is the run's
- *          around it.
+ *          around it. tk_frame_ticker_set_rate before the first frame
+ *          anchors the new grid where the old one was anchored, not at
+ *          now (calls more often than once a period put the first frame
+ *          off for as long as they came).
  *      14  A manual advance, or run with a deadline, makes at most 65
  *          passes at one time (the first and 64 more), counting those for
  *          timers due at once and for wake-ups asked for, then moves to the
@@ -1223,9 +1226,10 @@ int tk_frame_ticker_set_paused(tk_frame_ticker *ticker, int paused);
 
 /**
  * Changes the rate range. The grid is re-aligned: it is anchored at the
- * latest frame's timestamp (now, if there was none or the ticker is
- * paused), and the next frame is the first point of the new grid still
- * ahead; grid points of the old grid passed since the latest frame are not
+ * latest frame's timestamp (now, if the ticker is paused; before the first
+ * frame, where the grid was anchored, as a resume keeps it, so that calls
+ * made more often than once a period do not put the first frame off), and
+ * the next frame is the first point of the new grid still ahead; grid points of the old grid passed since the latest frame are not
  * counted as dropped. From the ticker's callback, that frame is the latest,
  * and the new grid's points the callback runs past are not counted as
  * dropped either. Returns 0, -EINVAL for a bad range (as

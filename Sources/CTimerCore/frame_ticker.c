@@ -461,10 +461,16 @@ int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate) 
     if (result == 0) result = set_ladder(&changed, rate);
     if (result == 0) {
         int64_t now = now_of(ticker->loop);
-        /* The latest frame's timestamp, unless paused or before the first.
-         * (Not the grid's `last`: a resume or an earlier change of rate
-         * moves that to a grid point the ticker has not delivered.) */
-        int64_t anchor = ticker->frames > 0 && !changed.paused ? ticker->latest_timestamp : now;
+        /* The latest frame's timestamp. (Not the grid's `last`: a resume
+         * or an earlier change of rate moves that to a grid point the
+         * ticker has not delivered.) Before the first frame, the grid's
+         * own anchor, as a resume keeps it: anchored at now, a change made
+         * more often than once a period, the same rate again included,
+         * would put the first frame off for as long as the changes came.
+         * While paused, now: a resume keeps that anchor. */
+        int64_t anchor = changed.paused         ? now
+                         : ticker->frames > 0 ? ticker->latest_timestamp
+                                              : changed.anchor;
         restart_grid(&changed, anchor > now ? now : anchor, now);
         result = change_grid(ticker, changed);
     }

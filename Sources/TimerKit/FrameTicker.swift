@@ -230,8 +230,10 @@ public final class FrameTicker: @unchecked Sendable {
     }
 
     /// Changes the rates. The grid is re-aligned: it starts at the latest
-    /// frame's timestamp (or now, before the first frame or while paused),
-    /// and the next frame is the first point of the new grid still ahead.
+    /// frame's timestamp (now, while paused; before the first frame, where
+    /// the grid started, so that calls made more often than once a period do
+    /// not put the first frame off), and the next frame is the first point
+    /// of the new grid still ahead.
     /// Grid points passed meanwhile are not counted as dropped frames; from
     /// the action, the latest frame is the one it was called for, and the
     /// new grid's points it runs past are not counted either.

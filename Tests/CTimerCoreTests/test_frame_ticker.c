@@ -366,6 +366,38 @@ static void test_rate_change_anchors_at_the_latest_frame(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* Before the first frame, a change of rate keeps the grid's anchor (the
+ * ticker's start), as a resume does: changes made more often than once a
+ * period, the same rate again or another, do not put the first frame off. */
+static void test_rate_changes_before_the_first_frame(void) {
+    static recorder r;
+    recorder_init(&r);
+    r.rate_changes = 1;
+    tk_loop *loop = manual_loop();
+    tk_frame_ticker *ticker = start(loop, fixed(100), &r); /* 10, 20, ... ms */
+    /* The same rate again every 4 ms: the grid stays the start's. */
+    for (int i = 0; i < 10; i++) {
+        CHECK(tk_loop_advance(loop, 0, 4 * MS) >= 0);
+        CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(100)), 0);
+    }
+    CHECK_EQ(atomic_load(&r.count), 4); /* at 40 ms */
+    CHECK_FRAME(&r, 0, 10, 0);
+    CHECK_FRAME(&r, 3, 40, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    /* Another rate before the first frame: its grid from the start too. */
+    recorder_init(&r);
+    r.rate_changes = 1;
+    ticker = start(loop, fixed(100), &r); /* from 40 ms: 50, 60, ... */
+    CHECK_EQ(tk_loop_advance(loop, 0, 4 * MS), 0);
+    CHECK_EQ(tk_frame_ticker_set_rate(ticker, fixed(50)), 0);
+    CHECK_EQ(info_of(ticker).next_timestamp_ns, START + 60 * MS);
+    CHECK_EQ(tk_loop_advance(loop, 0, 16 * MS), 1); /* to 60 ms */
+    CHECK_FRAME(&r, 0, 60, 0);
+    CHECK_EQ(info_of(ticker).dropped_frames, 0);
+    CHECK_EQ(tk_frame_ticker_destroy(ticker), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A new rate set from the callback starts at that frame; the new grid's
  * points the callback then runs past are not counted as dropped. */
 static void test_rate_change_from_a_long_callback(void) {
@@ -1096,6 +1128,7 @@ static void test_destroy_while_a_callback_runs(void) {
 static const test_case tests[] = {
     {"bad_modes_from_callback", test_bad_modes_from_callback, 60},
     {"fixed_rate_grid", test_fixed_rate_grid, 60},
+    {"rate_changes_before_the_first_frame", test_rate_changes_before_the_first_frame, 60},
     {"no_drift_over_many_frames", test_no_drift_over_many_frames, 60},
     {"long_callback_drops_frames", test_long_callback_drops_frames, 60},
     {"callback_ending_on_the_grid", test_callback_ending_on_the_grid, 60},
