@@ -177,7 +177,9 @@ public struct FrameRateMonitor: Sendable {
     ///   - window: how much time each reading covers at least (1 s).
     ///   - thresholds: hitch grading, in ms per second.
     /// - Throws: ``TimerError/invalidMonitorSetting(_:)`` for an interval or
-    ///   window that is not positive (or below a nanosecond).
+    ///   window that is not positive (or below a nanosecond), or longer
+    ///   than `Int64.max` nanoseconds (about 292 years), which the
+    ///   monitor's arithmetic cannot hold.
     public init(
         frameInterval: Duration,
         window: Duration = .seconds(1),
@@ -185,8 +187,9 @@ public struct FrameRateMonitor: Sendable {
     ) throws(TimerError) {
         let interval = frameInterval.saturatingNanoseconds
         let span = window.saturatingNanoseconds
-        guard interval >= 1 else { throw .invalidMonitorSetting(frameInterval) }
-        guard span >= 1 else { throw .invalidMonitorSetting(window) }
+        let longest = Duration.nanoseconds(Int64.max)
+        guard interval >= 1, frameInterval <= longest else { throw .invalidMonitorSetting(frameInterval) }
+        guard span >= 1, window <= longest else { throw .invalidMonitorSetting(window) }
         self.frameInterval = frameInterval
         self.window = window
         self.thresholds = thresholds

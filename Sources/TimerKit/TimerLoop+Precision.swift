@@ -53,7 +53,9 @@ extension TimerLoop {
     /// - Throws: ``TimerError/invalidPrecision(_:)`` for a margin or priority
     ///   out of range, ``TimerError/realtimePriorityNotPermitted`` if the
     ///   process may not run a thread at that priority (checked here by
-    ///   starting one). The settings in force stay as they were.
+    ///   starting one), ``TimerError/system(_:)`` with
+    ///   ``Errno/resourceTemporarilyUnavailable`` if that thread cannot be
+    ///   started. The settings in force stay as they were.
     public func setPrecision(_ precision: LoopPrecision?) throws(TimerError) {
         guard let precision else {
             _ = try TimerError.check(tk_loop_set_precision(handle, nil), "tk_loop_set_precision")

@@ -250,6 +250,13 @@ struct FrameRateMonitorTests {
         #expect(throws: TimerError.invalidMonitorSetting(.nanoseconds(1) / 2)) {
             try FrameRateMonitor(frameInterval: .nanoseconds(1) / 2)
         }
+        // Past what Int64 nanoseconds hold: refused, not cut short.
+        let past = Duration.nanoseconds(Int64.max) + .nanoseconds(1)
+        #expect(throws: TimerError.invalidMonitorSetting(past)) { try FrameRateMonitor(frameInterval: past) }
+        #expect(throws: TimerError.invalidMonitorSetting(.seconds(Int64.max))) {
+            try FrameRateMonitor(frameInterval: .milliseconds(10), window: .seconds(Int64.max))
+        }
+        #expect((try? FrameRateMonitor(frameInterval: .nanoseconds(Int64.max)))?.frameInterval == .nanoseconds(Int64.max))
         for rate in [0, -60, Double.infinity] {
             #expect(throws: TimerError.invalidFrameRate(FrameRateRange(fixed: rate))) {
                 try FrameRateMonitor(framesPerSecond: rate)
