@@ -1229,8 +1229,9 @@ int tk_frame_ticker_set_paused(tk_frame_ticker *ticker, int paused);
  * latest frame's timestamp (now, if the ticker is paused; before the first
  * frame, where the grid was anchored, as a resume keeps it, so that calls
  * made more often than once a period do not put the first frame off), and
- * the next frame is the first point of the new grid still ahead; grid points of the old grid passed since the latest frame are not
- * counted as dropped. From the ticker's callback, that frame is the latest,
+ * the next frame is the first point of the new grid still ahead; grid
+ * points of the old grid passed since the latest frame are not counted as
+ * dropped. From the ticker's callback, that frame is the latest,
  * and the new grid's points the callback runs past are not counted as
  * dropped either. Returns 0, -EINVAL for a bad range (as
  * tk_frame_ticker_create), the ticker's error, or the errors of

@@ -468,9 +468,12 @@ int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate) 
          * more often than once a period, the same rate again included,
          * would put the first frame off for as long as the changes came.
          * While paused, now: a resume keeps that anchor. */
-        int64_t anchor = changed.paused         ? now
-                         : ticker->frames > 0 ? ticker->latest_timestamp
-                                              : changed.anchor;
+        int64_t anchor = changed.anchor;
+        if (changed.paused) {
+            anchor = now;
+        } else if (ticker->frames > 0) {
+            anchor = ticker->latest_timestamp;
+        }
         restart_grid(&changed, anchor > now ? now : anchor, now);
         result = change_grid(ticker, changed);
     }
