@@ -28,8 +28,9 @@ import TrustedTime
 /// counted; a file that cannot be read is never overwritten, except by
 /// ``replaceStateFile()``.
 ///
-/// A file is one `Cooldowns`'s at a time: once read, it is not read again,
-/// and each save writes this `Cooldowns`'s cooldowns. Two processes saving
+/// A file is one `Cooldowns`'s at a time: once read, it is not read again
+/// (unless ``restore()`` is called), and each save writes this
+/// `Cooldowns`'s cooldowns. Two processes saving
 /// to one file each write their own, and the file keeps the last writer's;
 /// give each process a file of its own. In one process, keep one
 /// `Cooldowns` for as long as its cooldowns should run (beside the center,
@@ -42,9 +43,9 @@ import TrustedTime
 /// and the cooldown was saved with its end in server time (the clock was
 /// synced when it was saved), it ends at that end in server time. Otherwise
 /// it resumes with the time it had left when it was saved: it may end later
-/// than it should, never earlier. Either way it has at most its duration
-/// left: server time that reads earlier than at the save (a server that
-/// was wrong then, or is now) does not lengthen it. (A restart in the same
+/// than it should, never earlier. Either way it has at most the time it had
+/// left when saved: server time that reads earlier than at the save (a
+/// server that was wrong then, or is now) does not lengthen it. (A restart in the same
 /// boot needs neither: the boot-clock end still holds, and it too ends at
 /// most its duration after the save.)
 ///
@@ -106,6 +107,13 @@ public final class Cooldowns: Sendable {
     public let trustedClock: TrustedClock?
     private let bootID: String?
     private let running = ThreadLocked<[CooldownKey: Cooldown]>([:])
+    /// Keys cancelled since the last save that succeeded: what the file
+    /// holds for them is older than the cancel (the file is this
+    /// `Cooldowns`'s), so a read of the file skips them rather than bring a
+    /// cancelled cooldown back, even one cancelled while the file could not
+    /// be read. A save removes the keys that were here when it took the
+    /// running cooldowns.
+    private let unsavedCancels = ThreadLocked<Set<CooldownKey>>([])
     /// Held for every read and write of the file, so that saves from
     /// several threads land in the order they took the running cooldowns
     /// (the last save holds the latest). Guards whether the file was read
@@ -228,22 +236,31 @@ public final class Cooldowns: Sendable {
     ///
     /// If the file has not been read yet, it is restored first, as by the
     /// first ``save()``, so that a cooldown it holds for `key` is cancelled
-    /// too rather than brought back by the save.
+    /// too rather than brought back by the save. A file that cannot be read
+    /// yet is left as it is, and what it holds for `key` stays cancelled:
+    /// the read that later succeeds (a start, a cancel, ``save()`` or
+    /// ``restore()``) does not bring it back, nor does any read of the file
+    /// until a save has written it without the cooldown.
     ///
-    /// - Throws: an error of ``save()``; the cooldown has ended in memory
-    ///   all the same.
+    /// - Throws: the error of a file that cannot be read (the cooldown has
+    ///   ended all the same, and the return value counts only the cooldowns
+    ///   in memory), or an error of ``save()`` (the cooldown has ended in
+    ///   memory all the same, and stays cancelled for reads of the file).
     @discardableResult
     public func cancel(key: String) throws(CountdownError) -> Bool {
         let readError = readFileIfNotRead()
+        let key = CooldownKey(key)
         // Removed from the center after the lock: the center lets go of the
         // countdown's observation handlers there, and one may hold the last
         // reference to an object whose deinit calls these cooldowns.
-        let removed = running.withLock { $0.removeValue(forKey: CooldownKey(key)) }
+        let removed = running.withLock { $0.removeValue(forKey: key) }
+        // Noted after it left `running`: a save that takes the running
+        // cooldowns without it and then finds it here keeps it here.
+        if file != nil { unsavedCancels.withLock { _ = $0.insert(key) } }
         let cancelled = removed.map { center.remove($0.countdown) } ?? false
-        if cancelled, file != nil {
-            if let readError { throw readError }
-            try save()
-        }
+        // The save would read the file again, and fail again.
+        if let readError { throw readError }
+        if cancelled, file != nil { try save() }
         return cancelled
     }
 
@@ -338,6 +355,9 @@ public final class Cooldowns: Sendable {
     private func write() throws(CountdownError) {
         guard let file else { throw .noStateFile }
         let now = center.loop.now(.boot)
+        // Taken before the running cooldowns: each key here had left them
+        // by then (or runs again, and is written with its new end).
+        let cancels = unsavedCancels.withLock { $0 }
         let running = runningCooldowns()
         guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
         let entries = running.sorted { CooldownKey.precedes($0.key, $1.key) }.map { cooldown in
@@ -352,6 +372,7 @@ public final class Cooldowns: Sendable {
         } catch {
             throw .system(error)
         }
+        if !cancels.isEmpty { unsavedCancels.withLock { $0.subtract(cancels) } }
     }
 
     /// Restores the cooldowns saved in the file (see the rule for a reboot
@@ -362,7 +383,8 @@ public final class Cooldowns: Sendable {
     /// and each hears the end at the new end (the ``Cooldown`` returned
     /// before holds the old ``Cooldown/end``; ``cooldown(key:)`` gives the
     /// new one, with the file's ``Cooldown/duration``). Cooldowns that ended
-    /// meanwhile are not restored.
+    /// meanwhile are not restored, nor are those of keys cancelled since
+    /// the last save that succeeded (see ``cancel(key:)``).
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
@@ -395,10 +417,14 @@ public final class Cooldowns: Sendable {
         }
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
+        // What the file holds for a key cancelled since the last save was
+        // cancelled.
+        let cancels = unsavedCancels.withLock { $0 }
+        let entries = contents.entries.filter { !cancels.contains(CooldownKey($0.key)) }
         guard let bootID,
             contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
         else {
-            let outcome = restoreAfterReboot(contents, now: now)
+            let outcome = restoreAfterReboot(entries, savedAt: contents.savedAt, now: now)
             fileRead = true
             // Saved at once on this boot, so that a second restart in this
             // boot restores the same ends rather than applying the rule
@@ -412,7 +438,7 @@ public final class Cooldowns: Sendable {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
         var restored = 0
-        for entry in contents.entries where entry.end > now {
+        for entry in entries where entry.end > now {
             // No save writes an end more than its duration after the save
             // (a cooldown starts before the save that holds it; the 1 ns is
             // what rounding an end up to a whole nanosecond adds to a
@@ -427,26 +453,27 @@ public final class Cooldowns: Sendable {
         return .sameBoot(restored: restored)
     }
 
-    private func restoreAfterReboot(_ contents: CooldownStateFile.Contents, now: BootClock.Instant)
-        -> RestoreOutcome
-    {
+    private func restoreAfterReboot(
+        _ entries: [CooldownStateFile.Entry], savedAt: BootClock.Instant, now: BootClock.Instant
+    ) -> RestoreOutcome {
         let serverNow = trustedClock.flatMap { $0.isSynced ? $0.now.sinceEpoch : nil }
         var fromServer = 0
         var fromTimeLeft = 0
-        for entry in contents.entries {
+        for entry in entries {
+            // What it had left when saved (nor more than its duration): at
+            // least what it has now, since time has passed since the save.
+            let leftWhenSaved = min(entry.end - savedAt, entry.duration)
             if let serverNow, let trustedEnd = entry.trustedEnd {
-                // Never more than its duration: server time that reads
-                // earlier than when it was saved (a server wrong then, or
-                // now) must not lengthen it.
-                let left = min(trustedEnd - serverNow, entry.duration)
+                // Never more than it had left when saved: server time that
+                // reads earlier than when it was saved (a server wrong
+                // then, or now) must not lengthen it.
+                let left = min(trustedEnd - serverNow, leftWhenSaved)
                 guard left > .zero else { continue }
                 if resume(key: entry.key, end: now + left, duration: entry.duration) { fromServer += 1 }
             } else {
-                // What it had left when saved: never less than it has now
-                // (nor more than its duration).
-                let left = min(entry.end - contents.savedAt, entry.duration)
-                guard left > .zero else { continue }
-                if resume(key: entry.key, end: now + left, duration: entry.duration) { fromTimeLeft += 1 }
+                // Never less than it has now.
+                guard leftWhenSaved > .zero else { continue }
+                if resume(key: entry.key, end: now + leftWhenSaved, duration: entry.duration) { fromTimeLeft += 1 }
             }
         }
         return .anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft)

@@ -26,7 +26,10 @@ public struct CountdownEnd: Sendable, Hashable {
     /// time: about zero, unless the loop was busy or the machine was
     /// suspended at the end, a re-sync moved server time forward past the
     /// end, or the countdown was added with its end already past (then it
-    /// is how long past).
+    /// is how long past). The center keeps ends in whole nanoseconds of its
+    /// time base, saturated at the `Int64` range: an end added before the
+    /// range (over 292 years before the base's origin) is kept at its start,
+    /// and its lateness is measured from there.
     public var lateness: Duration
 }
 

@@ -307,6 +307,24 @@ struct CooldownsTests {
         #expect(cooldowns2.remaining(key: "code") == .seconds(60))
     }
 
+    @Test("after a reboot with a synced trusted clock that reads earlier than at the save: never more than the time left when saved")
+    func rebootWithEarlierServerTimeAfterPartOfTheCooldown() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, cooldowns) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try cooldowns.cooldown(key: "code", duration: .seconds(60))
+        try loop.advance(by: .seconds(50))
+        try cooldowns.save()  // 10 s left
+        // After the reboot the clock syncs to a server time an hour earlier:
+        // the saved end is an hour and 10 s ahead, and the duration 60 s,
+        // but the cooldown had 10 s left.
+        let (_, cooldowns2) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_000 - 3_600), path: path)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(10))
+    }
+
     @Test("in the same boot, a file whose end lies more than its duration after the save: at most the duration (and 1 ns) from the save")
     func sameBootEndPastDuration() throws {
         let path = temporaryPath("state")
@@ -505,6 +523,58 @@ struct CooldownsTests {
         let (_, _, third) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
         #expect(try third.restore() == .sameBoot(restored: 0))
         #expect(third.all.isEmpty)
+    }
+
+    @Test("a cancel while the file cannot be read: the file's cooldown stays cancelled once it can, and is not saved again")
+    func cancelWhileTheFileCannotBeRead() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        try first.cooldown(key: "mail", duration: .seconds(60))
+        let saved = try #require(readAll(path))
+        // The file cannot be read for a while (here: it holds other bytes).
+        try write(Array("not a state file".utf8), to: path)
+        let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(throws: CountdownError.notAStateFile) { try second.cooldown(key: "sms", duration: .seconds(60)) }
+        // One running in memory, and one only in the file: both cancelled,
+        // and the file's error told.
+        #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "sms") }
+        #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "mail") }
+        #expect(second.remaining(key: "sms") == nil)
+        // The file can be read again: the next start reads it, and brings
+        // back neither.
+        try write(saved, to: path)
+        try second.cooldown(key: "email", duration: .seconds(30))
+        #expect(second.remaining(key: "sms") == nil)
+        #expect(second.remaining(key: "mail") == nil)
+        #expect(second.all.map(\.key) == ["email"])
+        // Its save wrote neither: a restart finds only the new one.
+        let (_, _, third) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
+        #expect(try third.restore() == .sameBoot(restored: 1))
+        #expect(third.all.map(\.key) == ["email"])
+    }
+
+    @Test("a cancel since the last save: an explicit restore() does not bring it back, and a new start for the key runs to its own end")
+    func restoreAfterAnUnsavedCancel() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        let saved = try #require(readAll(path))
+        try write(Array("not a state file".utf8), to: path)
+        let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "sms") }
+        // A new one for the key, shorter than the saved one: in memory only.
+        #expect(throws: CountdownError.notAStateFile) { try second.cooldown(key: "sms", duration: .seconds(5)) }
+        try write(saved, to: path)
+        // The saved one (ending at 160) was cancelled: the new one keeps its
+        // end (115) rather than move to the later one.
+        #expect(try second.restore() == .sameBoot(restored: 0))
+        #expect(second.remaining(key: "sms") == .seconds(5))
+        try second.save()
+        let (_, _, third) = try process(boot: .seconds(112), bootID: "boot-a", path: path)
+        #expect(third.remaining(key: "sms") == .seconds(3))
     }
 
     @Test("a restore that finds a later end for a running, observed cooldown moves it: same countdown, a tick at once, the end at the later end")
