@@ -48,6 +48,13 @@ import Dispatch
 ///   or suspended, cancels it (see ``cancel()``: its cancel handler runs
 ///   once, on the queue) and frees it.
 ///
+/// If the run of the loop's thread fails (see ``TimerLoop/failure``; it
+/// takes the kernel refusing the loop's wait, or a real-time priority it
+/// may not have), an active timer stops firing, as every timer on that loop
+/// does, and stays active: its next ``schedule(deadline:repeating:leeway:)``,
+/// or ``resume()`` after a suspend, throws the failure.
+/// Check ``loop``'s ``TimerLoop/failure`` to learn of it sooner.
+///
 /// Handlers are `@Sendable`: they run on the queue's threads. A handler
 /// that captures the timer keeps it alive until ``cancel()``, which lets go
 /// of both handlers (Dispatch has the same cycle); capture it `weak`.
@@ -217,7 +224,8 @@ public final class QueueTimer: Sendable {
     /// - Throws: ``TimerError/unbalancedResume`` if the timer is active and
     ///   not suspended (Dispatch stops the program there);
     ///   ``TimerError/system(_:)`` if the loop cannot take the timer again,
-    ///   in which case it stays suspended.
+    ///   or its thread's run failed (then that failure, see
+    ///   ``TimerLoop/failure``), in which case it stays suspended.
     public func resume() throws(TimerError) {
         try core.resume()
     }
