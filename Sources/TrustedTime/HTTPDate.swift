@@ -6,8 +6,8 @@ extension TimeSample {
     ///
     /// Accepts the three HTTP-date formats a recipient must accept (RFC 7231
     /// §7.1.1.1): the preferred IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`,
-    /// and the obsolete RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT` and asctime
-    /// `Sun Nov  6 08:49:37 1994`. The day name must match the date. A
+    /// and the obsolete RFC 850 `Sunday, 06-Nov-33 08:49:37 GMT` (2033) and
+    /// asctime `Sun Nov  6 08:49:37 1994`. The day name must match the date. A
     /// two-digit RFC 850 year is read as the year with those digits from
     /// 2025 to 2124, as SNTP's timestamps are read from 2025 (see
     /// ``SNTPClient``): RFC 7231 reads it against the current year, which a
@@ -59,7 +59,7 @@ enum HTTPDate {
         return combine(year: Int64(year), month: month + 1, day: day, time: time, weekday: weekday)
     }
 
-    /// `Sunday, 06-Nov-94 08:49:37 GMT`
+    /// `Sunday, 06-Nov-33 08:49:37 GMT` (2033: see `TimeSample.init(httpDate:sentAt:receivedAt:)`)
     private static func rfc850(_ s: inout Scanner) -> Int64? {
         guard let weekday = s.name(CivilTime.longWeekdayNames), s.literal(", "),
             let day = s.digits(2), s.literal("-"),

@@ -77,7 +77,12 @@ extension TrustedClock {
     ///
     /// Saved in this boot: the samples join the clock's (the best one wins,
     /// as after a sync) and trusted time continues without a new sync, its
-    /// error bound grown by the drift allowance for the time since. A
+    /// error bound grown by the drift allowance for the time since. If the
+    /// sample in use becomes another, server time moves with it, as after
+    /// a sync, and the wall clock is judged against the new sample (the
+    /// move is not a wall-clock change); if it stays the same, as when the
+    /// file holds no samples, trusted time does not move, and neither do
+    /// the countdowns of a center on the clock. A
     /// wall-clock change the file holds as pending comes back unless the
     /// clock has a sample of its own from after the save: a sync ends a
     /// pending change. Saved in another boot: nothing is restored
@@ -140,6 +145,17 @@ extension TrustedClock {
         return kept
     }
 
+    /// `wall − trusted` accepted against the sample `old`, made the same
+    /// against the sample `new`: the difference between the server times
+    /// the two give (at any one boot-clock instant) added to it.
+    private func movedOffset(
+        _ accepted: Duration, from old: TimeSample?, to new: TimeSample?, at boot: BootClock.Instant
+    ) -> Duration {
+        guard let old, let new, old != new else { return accepted }
+        let moved = time(at: boot, from: old).sinceEpoch.subtractingSaturating(time(at: boot, from: new).sinceEpoch)
+        return accepted.addingSaturating(moved)
+    }
+
     /// Restores from the saved form; changes nothing if it throws.
     func restore(encoded bytes: [UInt8]) throws(TrustedTimeError) -> RestoreOutcome {
         let contents = try TrustedClockStateFile.decode(bytes)
@@ -155,12 +171,13 @@ extension TrustedClock {
         guard contents.savedAtBoot <= boot else {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
-        state.withLock { state in
+        let bestChanged = state.withLock { state in
             // A sync since the save ended the change the file holds as
             // pending (a sync ends a pending change).
             // (No sample in the file was received after the save: decode
             // refuses such a file.)
             let syncedSinceSave = state.samples.contains { $0.receivedAt > contents.savedAtBoot }
+            let previous = state.best
             var merged = state.samples
             for sample in contents.samples where !merged.contains(sample) {
                 merged.append(sample)
@@ -173,11 +190,24 @@ extension TrustedClock {
             state.best = bestSample(of: merged)
             state.lastSyncAt = merged.map(\.receivedAt).max()
             state.staleStateRejected = false
-            if state.acceptedOffset == nil { state.acceptedOffset = contents.acceptedOffset }
+            // The accepted offset is the clock's own, against the sample it
+            // used, or else the file's, against the file's: if the sample in
+            // use is now another, server time moved by the difference
+            // between the two, and the wall clock did not (as after a sync).
+            if let accepted = state.acceptedOffset {
+                state.acceptedOffset = movedOffset(accepted, from: previous, to: state.best, at: boot)
+            } else if let accepted = contents.acceptedOffset {
+                state.acceptedOffset = movedOffset(
+                    accepted, from: bestSample(of: contents.samples), to: state.best, at: boot)
+            }
             if state.unsyncedBaseline == nil { state.unsyncedBaseline = contents.unsyncedBaseline }
             if state.pendingChange == nil && !syncedSinceSave { state.pendingChange = contents.pendingChange }
+            return state.best != previous
         }
-        samplesChanged()
+        // Only a new sample in use moves trusted time: a restore that leaves
+        // an unsynced clock unsynced (a file with no samples) changes
+        // nothing that the clock's observers count from.
+        if bestChanged { samplesChanged() }
         return .restored(samples: contents.samples.count)
     }
 }

@@ -154,6 +154,28 @@ struct FlashSaleTests {
         }
     }
 
+    @Test("before the clock's first sync, a restore that brings no sample moves nothing: a wall clock set since does not end the sale")
+    func restoreWithNoSamplesBeforeFirstSync() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let readings = LoopClockReadings(loop: loop, bootID: "test-boot")
+        // An earlier run that could not sync saved its state.
+        let path = temporaryPath("trusted.state")
+        defer { removeTemporaryDirectory(of: path) }
+        try TrustedClock(readings: readings).save(to: path)
+        let clock = TrustedClock(readings: readings)
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let start = loop.now(.wall).offset
+        let sale = try FlashSale(center: center, at: TrustedTime(sinceEpoch: start + .seconds(3_600)))
+        // The user sets the wall clock a day forward; then the state is restored.
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(86_400))
+        try loop.advance(by: .seconds(10))
+        #expect(try clock.restore(from: path) == .restored(samples: 0))
+        #expect(!clock.isSynced)
+        try loop.advance(by: .seconds(1))
+        #expect(!sale.hasEnded)
+        #expect(sale.remaining == .seconds(3_589))
+    }
+
     @Test("a sync that lands while a trusted center is made: the center counts on it, and tells no jump")
     func syncWhileMade() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))

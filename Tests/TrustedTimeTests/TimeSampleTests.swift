@@ -91,6 +91,10 @@ struct TimeSampleTests {
         #expect(
             HTTPDate.parse("Saturday, 06-Nov-94 08:49:37 GMT")
                 == CivilTime.days(year: 2094, month: 11, day: 6) * 86_400 + 31_777)
+        // The example `TimeSample.init(httpDate:sentAt:receivedAt:)` gives.
+        #expect(
+            HTTPDate.parse("Sunday, 06-Nov-33 08:49:37 GMT")
+                == CivilTime.days(year: 2033, month: 11, day: 6) * 86_400 + 31_777)
     }
 
     @Test("every formatted date parses back (random dates, three formats)")

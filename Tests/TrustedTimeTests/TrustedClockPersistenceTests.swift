@@ -161,6 +161,33 @@ struct TrustedClockPersistenceTests {
         #expect(restarted.checkWallClock() == nil)  // already accepted
     }
 
+    @Test("a restore that puts another sample in use moves the accepted offset with it, as a sync does: the wall clock did not change")
+    func restoreMovesTheAcceptedOffset() throws {
+        let readings = ScriptedReadings()
+        // A server 3 s ahead of the truth and of the wall clock, over a
+        // 10 ms round trip: its offset (-3 s) is accepted, then saved.
+        let first = TrustedClock(readings: readings)
+        try first.sync(with: readings.exchange(outbound: .milliseconds(5), inbound: .milliseconds(5), serverError: .seconds(3)))
+        let saved = first.encodedState()
+        readings.advance(by: .seconds(1))
+        // Another process syncs with a server that agrees with the wall
+        // clock, over 400 ms, then restores: the saved sample is the better
+        // one, and server time moves 3 s ahead with it.
+        let second = TrustedClock(readings: readings)
+        try second.sync(with: readings.exchange(outbound: .milliseconds(200), inbound: .milliseconds(200)))
+        #expect(second.checkWallClock() == nil)
+        #expect(try second.restore(encoded: saved) == .restored(samples: 1))
+        #expect(second.bestSample == first.bestSample)
+        #expect(second.now.sinceEpoch == readings.truth + .seconds(3))
+        // Nobody touched the wall clock: no change, no sync asked for, as
+        // with the same two samples taken by syncs.
+        #expect(second.checkWallClock() == nil)
+        #expect(second.refreshReason == nil)
+        // A step of the wall clock after it is still seen, against the moved offset.
+        readings.stepWall(by: .seconds(-60))
+        #expect(second.checkWallClock()?.change == .seconds(-60))
+    }
+
     @Test("a file saved before a sync does not bring back the wall-clock change that sync ended")
     func pendingChangeEndedBySync() throws {
         let readings = ScriptedReadings()
