@@ -164,7 +164,9 @@ public final class Cooldowns: Sendable {
     ///
     /// - Throws: ``CountdownError/invalidKey(_:)``,
     ///   ``CountdownError/invalidDuration(_:)``, or an error of ``save()``,
-    ///   in which case the cooldown still runs in memory.
+    ///   in which case the cooldown still runs in memory, and is written by
+    ///   the next save that succeeds: a later call that finds it saves
+    ///   nothing, so call ``save()`` to try again.
     @discardableResult
     public func cooldown(key: String, duration: Duration) throws(CountdownError) -> Cooldown {
         guard !key.utf8.isEmpty, key.utf8.count <= CooldownStateFile.maximumKeyLength else {
