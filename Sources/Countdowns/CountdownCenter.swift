@@ -231,6 +231,9 @@ public final class CountdownCenter: Sendable {
     /// instant the server's reply arrived (now, by default). On a trusted
     /// center the end is placed in server time with the clock's estimate at
     /// `measuredAt`, and a later re-sync moves it with server time.
+    /// A `measuredAt` after the boot clock's reading now counts as now: a
+    /// reply cannot have arrived later than that, and an end counted from
+    /// it would come late.
     ///
     /// A `group` made by another center is ignored: the countdown is added
     /// in no group (observing such a group throws
@@ -241,7 +244,8 @@ public final class CountdownCenter: Sendable {
     public func add(
         remaining: Duration, measuredAt: BootClock.Instant? = nil, in group: CountdownGroup? = nil
     ) -> Countdown {
-        let start = measuredAt ?? loop.now(.boot)
+        let now = loop.now(.boot)
+        let start = measuredAt.map { min($0, now) } ?? now
         return insert(end: base(of: start).addingSaturating(remaining.nanosecondsRoundedUp), group: group)
     }
 

@@ -30,7 +30,9 @@ public struct FlashSale: Sendable {
     public let countdown: Countdown
 
     /// A sale whose countdown ends `remaining` after `receivedAt`, the
-    /// boot-clock instant the server's reply (which said `remaining`) arrived.
+    /// boot-clock instant the server's reply (which said `remaining`)
+    /// arrived. A `receivedAt` after the boot clock's reading now counts as
+    /// now (see ``CountdownCenter/add(remaining:measuredAt:in:)``).
     public init(center: CountdownCenter, remaining: Duration, receivedAt: BootClock.Instant) {
         self.center = center
         countdown = center.add(remaining: remaining, measuredAt: receivedAt)

@@ -26,7 +26,10 @@ extension TrustedClock {
     ///
     /// The file is small (136 bytes plus 48 per sample) and binary: magic,
     /// format version, length, boot id, the fields, and a CRC-32 (the layout
-    /// is documented in TrustedClockStateFile.swift).
+    /// is documented in TrustedClockStateFile.swift). The checksum finds
+    /// damage, not edits: whoever can write the file can make a restore
+    /// read any server time, so keep it where the user the clock guards
+    /// against cannot write.
     ///
     /// It replaces only a state file of its own kind: another kind of file
     /// at `path`, or a state file of a newer format version (which a newer

@@ -46,6 +46,20 @@ struct FlashSaleTests {
         observation.cancel()
     }
 
+    @Test("a reply time after now counts as now: the sale is not lengthened, on a boot-clock center or a trusted one")
+    func replyTimeInTheFuture() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let center = try CountdownCenter(loop: loop)
+        let trusted = try CountdownCenter(
+            loop: loop, timeBase: .trusted(try syncedClock(on: loop, serverNow: .seconds(1_767_225_600))))
+        for center in [center, trusted] {
+            let sale = FlashSale(center: center, remaining: .seconds(60), receivedAt: loop.now(.boot) + .seconds(3_600))
+            #expect(sale.remaining == .seconds(60))
+            let earlier = FlashSale(center: center, remaining: .seconds(60), receivedAt: loop.now(.boot) - .seconds(10))
+            #expect(earlier.remaining == .seconds(50))
+        }
+    }
+
     @Test("a sale made already over reads 0 left, and ended from the loop's next pass, which delivers its end")
     func alreadyOver() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
