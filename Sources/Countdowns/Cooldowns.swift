@@ -106,14 +106,7 @@ public final class Cooldowns: Sendable {
     /// The clock that places them in server time for a reboot, if any.
     public let trustedClock: TrustedClock?
     private let bootID: String?
-    private let running = ThreadLocked<[CooldownKey: Cooldown]>([:])
-    /// Keys cancelled since the last save that succeeded: what the file
-    /// holds for them is older than the cancel (the file is this
-    /// `Cooldowns`'s), so a read of the file skips them rather than bring a
-    /// cancelled cooldown back, even one cancelled while the file could not
-    /// be read. A save removes the keys that were here when it took the
-    /// running cooldowns.
-    private let unsavedCancels = ThreadLocked<Set<CooldownKey>>([])
+    private let running = ThreadLocked(RunningCooldowns())
     /// Held for every read and write of the file, so that saves from
     /// several threads land in the order they took the running cooldowns
     /// (the last save holds the latest). Guards whether the file was read
@@ -176,13 +169,13 @@ public final class Cooldowns: Sendable {
         let readError = readFileIfNotRead()
         let (cooldown, started) = running.withLock { running -> (Cooldown, Bool) in
             let key = CooldownKey(key)
-            if let current = running[key], center.contains(current.countdown) { return (current, false) }
+            if let current = running.cooldowns[key], center.contains(current.countdown) { return (current, false) }
             // In whole nanoseconds, rounded up: the file holds whole
             // nanoseconds, and a restored end must not come earlier.
             let end = Self.withinRange(center.loop.now(.boot) + .nanoseconds(duration.nanosecondsRoundedUp))
             let cooldown = Cooldown(
                 key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
-            running[key] = cooldown
+            running.cooldowns[key] = cooldown
             return (cooldown, true)
         }
         if started, file != nil {
@@ -203,9 +196,9 @@ public final class Cooldowns: Sendable {
         readFileForLookup()
         return running.withLock { running in
             let key = CooldownKey(key)
-            guard let cooldown = running[key] else { return nil }
+            guard let cooldown = running.cooldowns[key] else { return nil }
             guard center.contains(cooldown.countdown) else {
-                running[key] = nil
+                running.cooldowns[key] = nil
                 return nil
             }
             return cooldown
@@ -227,10 +220,7 @@ public final class Cooldowns: Sendable {
 
     /// Every cooldown still running in memory.
     private func runningCooldowns() -> [Cooldown] {
-        running.withLock { running in
-            running = running.filter { center.contains($0.value.countdown) }
-            return Array(running.values)
-        }
+        running.withLock { running in running.dropEnded(center) }
     }
 
     /// Ends the cooldown for `key` now (saved at once, if there is a file).
@@ -238,31 +228,41 @@ public final class Cooldowns: Sendable {
     ///
     /// If the file has not been read yet, it is restored first, as by the
     /// first ``save()``, so that a cooldown it holds for `key` is cancelled
-    /// too rather than brought back by the save. A file that cannot be read
-    /// yet is left as it is, and what it holds for `key` stays cancelled:
-    /// the read that later succeeds (a start, a cancel, ``save()`` or
-    /// ``restore()``) does not bring it back, nor does any read of the file
-    /// until a save has written it without the cooldown.
+    /// too rather than brought back by the save.
     ///
-    /// - Throws: the error of a file that cannot be read (the cooldown has
-    ///   ended all the same, and the return value counts only the cooldowns
-    ///   in memory), or an error of ``save()`` (the cooldown has ended in
-    ///   memory all the same, and stays cancelled for reads of the file).
+    /// Until a save has written the file without it, the cancel holds
+    /// against what the file holds for `key`: no read of the file brings
+    /// that cooldown back (a restore skips it, and a start for the key
+    /// runs to its own end, not to the file's). That covers a file that
+    /// cannot be read when the cancel is made, whose cooldown for the key
+    /// stays cancelled once it can be, and a save that fails: calling
+    /// `cancel(key:)` again, or ``save()``, saves the file without it (and
+    /// so does a ``restore()`` that skipped it).
+    ///
+    /// - Throws: the error of a file that cannot be read yet, or an error of
+    ///   ``save()``; the cooldown has ended all the same.
     @discardableResult
     public func cancel(key: String) throws(CountdownError) -> Bool {
         let readError = readFileIfNotRead()
         let key = CooldownKey(key)
+        let (removed, unsaved) = running.withLock { running -> (Cooldown?, Bool) in
+            let removed = running.cooldowns.removeValue(forKey: key)
+            // The file may hold the key if it ran (a save wrote it), if the
+            // file could not be read, or if an earlier cancel of it is not
+            // saved yet; otherwise there is nothing to hold against it.
+            guard file != nil, removed != nil || readError != nil || running.isCancelUnsaved(key) else {
+                return (removed, false)
+            }
+            running.noteCancel(of: key)
+            return (removed, true)
+        }
         // Removed from the center after the lock: the center lets go of the
         // countdown's observation handlers there, and one may hold the last
         // reference to an object whose deinit calls these cooldowns.
-        let removed = running.withLock { $0.removeValue(forKey: key) }
-        // Noted after it left `running`: a save that takes the running
-        // cooldowns without it and then finds it here keeps it here.
-        if file != nil { unsavedCancels.withLock { _ = $0.insert(key) } }
         let cancelled = removed.map { center.remove($0.countdown) } ?? false
         // The save would read the file again, and fail again.
         if let readError { throw readError }
-        if cancelled, file != nil { try save() }
+        if unsaved { try save() }
         return cancelled
     }
 
@@ -357,10 +357,12 @@ public final class Cooldowns: Sendable {
     private func write() throws(CountdownError) {
         guard let file else { throw .noStateFile }
         let now = center.loop.now(.boot)
-        // Taken before the running cooldowns: each key here had left them
-        // by then (or runs again, and is written with its new end).
-        let cancels = unsavedCancels.withLock { $0 }
-        let running = runningCooldowns()
+        // The cancels not saved yet, taken with the running cooldowns: the
+        // file written holds what each of them left (nothing for the key,
+        // or a cooldown started for it since).
+        let (running, cancels) = self.running.withLock { running in
+            (running.dropEnded(center), running.unsavedCancels)
+        }
         guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
         let entries = running.sorted { CooldownKey.precedes($0.key, $1.key) }.map { cooldown in
             CooldownStateFile.Entry(
@@ -374,7 +376,7 @@ public final class Cooldowns: Sendable {
         } catch {
             throw .system(error)
         }
-        if !cancels.isEmpty { unsavedCancels.withLock { $0.subtract(cancels) } }
+        if !cancels.isEmpty { self.running.withLock { $0.forgetCancels(cancels) } }
     }
 
     /// Restores the cooldowns saved in the file (see the rule for a reboot
@@ -386,7 +388,8 @@ public final class Cooldowns: Sendable {
     /// before holds the old ``Cooldown/end``; ``cooldown(key:)`` gives the
     /// new one, with the file's ``Cooldown/duration``). Cooldowns that ended
     /// meanwhile are not restored, nor are those of keys cancelled since
-    /// the last save that succeeded (see ``cancel(key:)``).
+    /// the last save that succeeded (see ``cancel(key:)``): a restore that
+    /// skips such a cooldown saves the file without it.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
@@ -419,14 +422,10 @@ public final class Cooldowns: Sendable {
         }
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
-        // What the file holds for a key cancelled since the last save was
-        // cancelled.
-        let cancels = unsavedCancels.withLock { $0 }
-        let entries = contents.entries.filter { !cancels.contains(CooldownKey($0.key)) }
         guard let bootID,
             contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
         else {
-            let outcome = restoreAfterReboot(entries, savedAt: contents.savedAt, now: now)
+            let outcome = restoreAfterReboot(contents, now: now)
             fileRead = true
             // Saved at once on this boot, so that a second restart in this
             // boot restores the same ends rather than applying the rule
@@ -440,7 +439,8 @@ public final class Cooldowns: Sendable {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
         var restored = 0
-        for entry in entries where entry.end > now {
+        var skipped = 0
+        for entry in contents.entries where entry.end > now {
             // No save writes an end more than its duration after the save
             // (a cooldown starts before the save that holds it; the 1 ns is
             // what rounding an end up to a whole nanosecond adds to a
@@ -449,33 +449,43 @@ public final class Cooldowns: Sendable {
             // cooldown restored after a reboot has at most its duration left.
             let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
             guard end > now else { continue }
-            if resume(key: entry.key, end: end, duration: entry.duration) { restored += 1 }
+            switch resume(key: entry.key, end: end, duration: entry.duration) {
+            case .resumed: restored += 1
+            case .runsLonger: break
+            case .cancelled: skipped += 1
+            }
         }
         fileRead = true
+        // The file holds cooldowns cancelled since the last save: saved
+        // without them, so that a restart does not bring them back. If this
+        // save fails, they stay cancelled here, and the next save drops them.
+        if skipped > 0 { try? write() }
         return .sameBoot(restored: restored)
     }
 
-    private func restoreAfterReboot(
-        _ entries: [CooldownStateFile.Entry], savedAt: BootClock.Instant, now: BootClock.Instant
-    ) -> RestoreOutcome {
+    private func restoreAfterReboot(_ contents: CooldownStateFile.Contents, now: BootClock.Instant)
+        -> RestoreOutcome
+    {
         let serverNow = trustedClock.flatMap { $0.isSynced ? $0.now.sinceEpoch : nil }
         var fromServer = 0
         var fromTimeLeft = 0
-        for entry in entries {
+        for entry in contents.entries {
             // What it had left when saved (nor more than its duration): at
             // least what it has now, since time has passed since the save.
-            let leftWhenSaved = min(entry.end - savedAt, entry.duration)
+            let leftWhenSaved = min(entry.end - contents.savedAt, entry.duration)
             if let serverNow, let trustedEnd = entry.trustedEnd {
                 // Never more than it had left when saved: server time that
                 // reads earlier than when it was saved (a server wrong
                 // then, or now) must not lengthen it.
                 let left = min(trustedEnd - serverNow, leftWhenSaved)
                 guard left > .zero else { continue }
-                if resume(key: entry.key, end: now + left, duration: entry.duration) { fromServer += 1 }
+                if resume(key: entry.key, end: now + left, duration: entry.duration) == .resumed { fromServer += 1 }
             } else {
                 // Never less than it has now.
                 guard leftWhenSaved > .zero else { continue }
-                if resume(key: entry.key, end: now + leftWhenSaved, duration: entry.duration) { fromTimeLeft += 1 }
+                if resume(key: entry.key, end: now + leftWhenSaved, duration: entry.duration) == .resumed {
+                    fromTimeLeft += 1
+                }
             }
         }
         return .anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft)
@@ -489,25 +499,39 @@ public final class Cooldowns: Sendable {
         min(end, BootClock.Instant(offset: .nanoseconds(Int64.max)))
     }
 
-    /// Runs a restored cooldown, unless one for the key ends as late
-    /// already. One that ends earlier is moved to the later end in place: the
-    /// same countdown, whose observations go on and hear its end there.
-    private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Bool {
+    /// What ``resume(key:end:duration:)`` did with a cooldown of the file.
+    private enum Resumed {
+        /// It runs, as a new cooldown or moved to its later end.
+        case resumed
+        /// One that runs for the key ends as late already.
+        case runsLonger
+        /// The key was cancelled since the file was last saved.
+        case cancelled
+    }
+
+    /// Runs a restored cooldown, unless its key was cancelled since the
+    /// last save, or one for the key ends as late already. One that ends
+    /// earlier is moved to the later end in place: the same countdown, whose
+    /// observations go on and hear its end there.
+    private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Resumed {
         let end = Self.withinRange(end)
         let key = CooldownKey(key)
         return running.withLock { running in
-            if let current = running[key], center.contains(current.countdown) {
-                guard current.end < end else { return false }
+            // Under the lock a cancel takes: one made while this restore
+            // reads is seen here, or comes after and ends what this runs.
+            if running.isCancelUnsaved(key) { return .cancelled }
+            if let current = running.cooldowns[key], center.contains(current.countdown) {
+                guard current.end < end else { return .runsLonger }
                 if center.moveEnd(of: current.countdown, to: end) {
-                    running[key] = Cooldown(
+                    running.cooldowns[key] = Cooldown(
                         key: key.string, countdown: current.countdown, duration: duration, end: end)
-                    return true
+                    return .resumed
                 }
                 // It ended meanwhile (on the loop's thread): a new one.
             }
-            running[key] = Cooldown(
+            running.cooldowns[key] = Cooldown(
                 key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
-            return true
+            return .resumed
         }
     }
 

@@ -527,14 +527,8 @@ struct CooldownsTests {
 
     @Test("a cancel while the file cannot be read: the file's cooldown stays cancelled once it can, and is not saved again")
     func cancelWhileTheFileCannotBeRead() throws {
-        let path = temporaryPath("state")
+        let (path, saved) = try fileMadeUnreadable(holding: ["sms", "mail"])
         defer { removeTemporaryDirectory(of: path) }
-        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
-        try first.cooldown(key: "sms", duration: .seconds(60))
-        try first.cooldown(key: "mail", duration: .seconds(60))
-        let saved = try #require(readAll(path))
-        // The file cannot be read for a while (here: it holds other bytes).
-        try write(Array("not a state file".utf8), to: path)
         let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
         #expect(throws: CountdownError.notAStateFile) { try second.cooldown(key: "sms", duration: .seconds(60)) }
         // One running in memory, and one only in the file: both cancelled,
@@ -557,12 +551,8 @@ struct CooldownsTests {
 
     @Test("a cancel since the last save: an explicit restore() does not bring it back, and a new start for the key runs to its own end")
     func restoreAfterAnUnsavedCancel() throws {
-        let path = temporaryPath("state")
+        let (path, saved) = try fileMadeUnreadable(holding: ["sms"])
         defer { removeTemporaryDirectory(of: path) }
-        let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
-        try first.cooldown(key: "sms", duration: .seconds(60))
-        let saved = try #require(readAll(path))
-        try write(Array("not a state file".utf8), to: path)
         let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
         #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "sms") }
         // A new one for the key, shorter than the saved one: in memory only.
@@ -575,6 +565,82 @@ struct CooldownsTests {
         try second.save()
         let (_, _, third) = try process(boot: .seconds(112), bootID: "boot-a", path: path)
         #expect(third.remaining(key: "sms") == .seconds(3))
+    }
+
+    @Test("a cancel while the file cannot be read, then a retry or a restore once it can: the file is saved without the cooldown, and a restart does not bring it back", arguments: ["cancel", "restore"])
+    func cancelWhileTheFileCannotBeReadThenRestart(_ then: String) throws {
+        let (path, saved) = try fileMadeUnreadable(holding: ["sms"])
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "sms") }
+        try write(saved, to: path)
+        if then == "cancel" {
+            // Nothing runs for it in memory, but the file holds it.
+            #expect(try second.cancel(key: "sms") == false)
+        } else {
+            #expect(try second.restore() == .sameBoot(restored: 0))
+        }
+        let (_, _, third) = try process(boot: .seconds(120), bootID: "boot-a", path: path)
+        #expect(try third.restore() == .sameBoot(restored: 0))
+        #expect(third.remaining(key: "sms") == nil)
+    }
+
+    @Test("a cancel of a key that runs nowhere, once the file is read, saves nothing")
+    func cancelOfAnUnknownKeySavesNothing() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try cooldowns.cooldown(key: "sms", duration: .seconds(60))
+        func inode() -> UInt64 {
+            var info = stat()
+            return stat(path, &info) == 0 ? UInt64(info.st_ino) : 0
+        }
+        let before = inode()
+        for i in 0..<100 { #expect(try cooldowns.cancel(key: "never-\(i)") == false) }
+        #expect(inode() == before)  // a save renames a new file over it
+        #expect(try cooldowns.cancel(key: "sms"))
+        #expect(inode() != before)
+    }
+
+    @Test("a save forgets the cancels it wrote, not one made again while it wrote")
+    func saveForgetsOnlyTheCancelsItWrote() {
+        var running = RunningCooldowns()
+        let (k, other) = (CooldownKey("k"), CooldownKey("other"))
+        running.noteCancel(of: k)
+        running.noteCancel(of: other)
+        let taken = running.unsavedCancels  // what a save takes with the cooldowns it writes
+        running.noteCancel(of: k)  // cancelled again (after a start) while the save writes
+        running.forgetCancels(taken)
+        #expect(running.isCancelUnsaved(k))
+        #expect(!running.isCancelUnsaved(other))
+        running.forgetCancels(running.unsavedCancels)
+        #expect(running.unsavedCancels.isEmpty)
+    }
+
+    @Test("cancels and restores of one key from two threads at once: a cancel that returned true is never undone, in memory or in the file")
+    func cancelRacingRestore() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        // Many keys before the raced one, so that a restore spends a while
+        // resuming the others first.
+        for i in 0..<300 { try cooldowns.cooldown(key: "a\(i)", duration: .seconds(600)) }
+        for round in 0..<40 {
+            try cooldowns.cooldown(key: "zz", duration: .seconds(60))
+            let cancelled = Locked(false)
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) { _ = try? cooldowns.restore() }
+            DispatchQueue.global().async(group: group) {
+                // A varied start, to land in different parts of the restore.
+                usleep(UInt32(round % 8) * 500)
+                if (try? cooldowns.cancel(key: "zz")) == true { cancelled.withLock { $0 = true } }
+            }
+            group.wait()
+            guard cancelled.value else { continue }
+            #expect(cooldowns.remaining(key: "zz") == nil, "round \(round): in memory")
+            let (_, _, restarted) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+            #expect(restarted.remaining(key: "zz") == nil, "round \(round): in the file")
+        }
     }
 
     @Test("a restore that finds a later end for a running, observed cooldown moves it: same countdown, a tick at once, the end at the later end")
@@ -674,6 +740,18 @@ struct CooldownsTests {
             ])
         #expect(try CooldownStateFile.decode(CooldownStateFile.encode(contents)) == contents)
     }
+}
+
+/// A state file at a new path holding 60-second cooldowns for `keys`,
+/// saved at boot time 100 s of "boot-a", then made unusable for a while
+/// (it holds other bytes): its path, and the bytes it held.
+func fileMadeUnreadable(holding keys: [String]) throws -> (path: String, saved: [UInt8]) {
+    let path = temporaryPath("state")
+    let (_, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+    for key in keys { try first.cooldown(key: key, duration: .seconds(60)) }
+    let saved = try #require(readAll(path))
+    try write(Array("not a state file".utf8), to: path)
+    return (path, saved)
 }
 
 func readAll(_ path: String) -> [UInt8]? {
