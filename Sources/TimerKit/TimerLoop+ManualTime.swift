@@ -26,6 +26,13 @@ extension TimerLoop {
     /// on to the next wake-up later than that time, or to the end of the
     /// span, as a real loop's time moves on while such a timer keeps it busy.
     ///
+    /// A callback may move time itself with ``setManualTime(to:)``, as a
+    /// test does to stand for the time the callback takes: what it moves
+    /// the monotonic clock forward uses up that much of the span, and the
+    /// advance ends where the monotonic clock reads its start + `duration`
+    /// (or where the callback left it, if that is later), the other clocks
+    /// moved no further than the span's steps took them.
+    ///
     /// Threads that advance the same loop at once take turns: each call moves
     /// time by its own `duration` after the one before it has returned.
     /// The duration counts whole nanoseconds (a part of one is dropped), and
@@ -95,6 +102,15 @@ extension TimerLoop {
     /// clock models a system suspend); the wall clock may jump either way,
     /// which the next advance or run reports as a clock step. An instant
     /// between two nanoseconds sets the clock to the earlier one.
+    ///
+    /// It sets that clock alone, and fires nothing: to let time pass on
+    /// every clock, as it does on a machine, use ``advance(by:mode:)``. A
+    /// monotonic clock set forward alone reads ahead of the boot clock,
+    /// which a machine's never does (Linux's boot clock is its monotonic
+    /// clock plus the time spent suspended), so code on the boot clock
+    /// (countdowns, cooldowns, a `TrustedClock`'s readings) does not see
+    /// that time pass. It may be called from the loop's callbacks, also
+    /// during an advance (see there).
     ///
     /// ```swift
     /// try loop.setManualTime(to: loop.now(.boot) + .seconds(3600))   // an hour asleep

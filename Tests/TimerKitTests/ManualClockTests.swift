@@ -111,6 +111,29 @@ struct ManualClockTests {
         }
     }
 
+    @Test("a callback that sets the monotonic clock forward during an advance uses up that much of the span; the other clocks stay where the span's steps took them")
+    func callbackMovesTimeDuringAnAdvance() throws {
+        let loop = try TimerLoop.manual()
+        let fires = Locked<[String]>([])
+        try loop.schedule(after: .seconds(1)) { _, _ in
+            // The callback's work takes 5 s.
+            try? loop.setManualTime(to: loop.now(.monotonic) + .seconds(5))
+        }
+        try loop.schedule(after: .seconds(3)) { _, _ in
+            fires.withLock { $0.append("3 s timer at \(loop.now(.monotonic).offset)") }
+        }
+        try loop.schedule(after: .seconds(7)) { _, _ in fires.withLock { $0.append("7 s timer") } }
+        #expect(try loop.advance(by: .seconds(2)) == 2)
+        // Due by then: the 3 s timer fires late, at 6 s; the 7 s one waits.
+        #expect(fires.value == ["3 s timer at 6.0 seconds"])
+        #expect(loop.now(.monotonic) == MonotonicClock.Instant(offset: .seconds(6)))
+        #expect(loop.now(.boot) == BootClock.Instant(offset: .seconds(1)))
+        // An advance moves every clock: the next one goes from there.
+        #expect(try loop.advance(by: .seconds(1)) == 1)
+        #expect(fires.value.last == "7 s timer")
+        #expect(loop.now(.boot) == BootClock.Instant(offset: .seconds(2)))
+    }
+
     @Test("a cancelled sleep throws CancellationError and is no longer counted")
     func cancelledSleep() async throws {
         let clock = try ManualClock()
