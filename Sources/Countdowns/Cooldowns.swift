@@ -19,8 +19,9 @@ import TrustedTime
 ///
 /// Each cooldown is a countdown of the ``CountdownCenter``, ending at a
 /// boot-clock instant (the boot clock counts suspend and nobody can set
-/// it), so it can be observed like any other. With a file, every start and
-/// cancel saves the running cooldowns there, atomically, in a small
+/// it), so it can be observed like any other. With a file, every start of
+/// a cooldown and every cancel of one the file may hold saves the running
+/// cooldowns there, atomically, in a small
 /// versioned and checksummed format (the same envelope as a
 /// `TrustedClock`'s state). The first call of any member restores what the
 /// file holds first (as ``restore()`` does, if it was not called), so that
@@ -243,7 +244,7 @@ public final class Cooldowns: Sendable {
     ///   ``save()``; the cooldown has ended all the same.
     @discardableResult
     public func cancel(key: String) throws(CountdownError) -> Bool {
-        let readError = readFileIfNotRead()
+        var readError = readFileIfNotRead()
         let key = CooldownKey(key)
         let (removed, unsaved) = running.withLock { running -> (Cooldown?, Bool) in
             let removed = running.cooldowns.removeValue(forKey: key)
@@ -260,6 +261,10 @@ public final class Cooldowns: Sendable {
         // countdown's observation handlers there, and one may hold the last
         // reference to an object whose deinit calls these cooldowns.
         let cancelled = removed.map { center.remove($0.countdown) } ?? false
+        // Another call may have read the file since: it can be used now, and
+        // the cancel is saved (that read may have brought the cooldown back
+        // before the cancel took it out).
+        if readError != nil && fileIsRead.load(ordering: .acquiring) { readError = nil }
         // The save would read the file again, and fail again.
         if let readError { throw readError }
         if unsaved { try save() }
@@ -388,8 +393,10 @@ public final class Cooldowns: Sendable {
     /// before holds the old ``Cooldown/end``; ``cooldown(key:)`` gives the
     /// new one, with the file's ``Cooldown/duration``). Cooldowns that ended
     /// meanwhile are not restored, nor are those of keys cancelled since
-    /// the last save that succeeded (see ``cancel(key:)``): a restore that
-    /// skips such a cooldown saves the file without it.
+    /// the last save that succeeded (see ``cancel(key:)``). A restore in the
+    /// same boot that finds such cooldowns in the file saves it without
+    /// them, so that a reboot, which can only count from the time each had
+    /// left when saved, does not bring them back.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
@@ -425,22 +432,25 @@ public final class Cooldowns: Sendable {
         guard let bootID,
             contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
         else {
-            let outcome = restoreAfterReboot(contents, now: now)
+            let (outcome, skippedCancels) = restoreAfterReboot(contents, now: now)
             fileRead = true
             // Saved at once on this boot, so that a second restart in this
             // boot restores the same ends rather than applying the rule
-            // again. If this save fails, the file keeps the other boot's
+            // again, and without the cooldowns cancelled since the file's
+            // last save. If this save fails, the file keeps the other boot's
             // cooldowns, and the next save or restart applies the rule once
             // more (which never shortens a cooldown).
-            if bootID != nil { try? write() }
+            if bootID != nil || skippedCancels { try? write() }
             return outcome
         }
         guard contents.savedAt <= now else {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
         var restored = 0
-        var skipped = 0
-        for entry in contents.entries where entry.end > now {
+        // Cooldowns the file holds that do not run again: ended, or
+        // cancelled since its last save.
+        var stale = 0
+        for entry in contents.entries {
             // No save writes an end more than its duration after the save
             // (a cooldown starts before the save that holds it; the 1 ns is
             // what rounding an end up to a whole nanosecond adds to a
@@ -448,47 +458,58 @@ public final class Cooldowns: Sendable {
             // a file made by hand, ends that long after the save, as a
             // cooldown restored after a reboot has at most its duration left.
             let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
-            guard end > now else { continue }
+            guard end > now else {
+                stale += 1
+                continue
+            }
             switch resume(key: entry.key, end: end, duration: entry.duration) {
             case .resumed: restored += 1
             case .runsLonger: break
-            case .cancelled: skipped += 1
+            case .cancelled: stale += 1
             }
         }
         fileRead = true
-        // The file holds cooldowns cancelled since the last save: saved
-        // without them, so that a restart does not bring them back. If this
-        // save fails, they stay cancelled here, and the next save drops them.
-        if skipped > 0 { try? write() }
+        // Saved without them, so that a reboot, which can only count from the
+        // time each had left when saved, does not bring them back. If this
+        // save fails, the cancelled ones stay cancelled here, and the next
+        // save drops them all.
+        if stale > 0 { try? write() }
         return .sameBoot(restored: restored)
     }
 
+    /// The rule for a reboot (see the type's doc); whether it skipped a
+    /// cooldown cancelled since the file's last save.
     private func restoreAfterReboot(_ contents: CooldownStateFile.Contents, now: BootClock.Instant)
-        -> RestoreOutcome
+        -> (RestoreOutcome, skippedCancels: Bool)
     {
         let serverNow = trustedClock.flatMap { $0.isSynced ? $0.now.sinceEpoch : nil }
         var fromServer = 0
         var fromTimeLeft = 0
+        var skippedCancels = false
         for entry in contents.entries {
             // What it had left when saved (nor more than its duration): at
             // least what it has now, since time has passed since the save.
             let leftWhenSaved = min(entry.end - contents.savedAt, entry.duration)
+            let fromServerTime: Bool
+            let left: Duration
             if let serverNow, let trustedEnd = entry.trustedEnd {
                 // Never more than it had left when saved: server time that
                 // reads earlier than when it was saved (a server wrong
                 // then, or now) must not lengthen it.
-                let left = min(trustedEnd - serverNow, leftWhenSaved)
-                guard left > .zero else { continue }
-                if resume(key: entry.key, end: now + left, duration: entry.duration) == .resumed { fromServer += 1 }
+                (fromServerTime, left) = (true, min(trustedEnd - serverNow, leftWhenSaved))
             } else {
                 // Never less than it has now.
-                guard leftWhenSaved > .zero else { continue }
-                if resume(key: entry.key, end: now + leftWhenSaved, duration: entry.duration) == .resumed {
-                    fromTimeLeft += 1
-                }
+                (fromServerTime, left) = (false, leftWhenSaved)
+            }
+            guard left > .zero else { continue }
+            switch resume(key: entry.key, end: now + left, duration: entry.duration) {
+            case .resumed:
+                if fromServerTime { fromServer += 1 } else { fromTimeLeft += 1 }
+            case .runsLonger: break
+            case .cancelled: skippedCancels = true
             }
         }
-        return .anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft)
+        return (.anotherBoot(fromServerTime: fromServer, fromTimeLeft: fromTimeLeft), skippedCancels)
     }
 
     /// `end`, or the last instant the boot clock's nanoseconds reach if it

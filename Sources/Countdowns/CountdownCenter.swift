@@ -45,8 +45,8 @@ import TrustedTime
 /// re-sync that moves server time re-plans every end at once, and
 /// ``onTimeBaseJump(threshold:_:)`` hears large moves. Before the clock's
 /// first sync, when its server time is the wall clock, the center counts
-/// from the wall clock's reading when it was made (or when the clock's
-/// samples last changed, as at a reset), carried on by the boot clock:
+/// from the wall clock's reading when it was made (or when a reset last
+/// made the clock drop its samples), carried on by the boot clock:
 /// setting the wall clock then moves nothing either, and the first sync is
 /// a move like any re-sync.
 ///

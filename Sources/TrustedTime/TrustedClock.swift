@@ -158,7 +158,7 @@ public final class TrustedClock: Clock, Sendable {
         var handler: (@Sendable (WallClockChange) -> Void)?
         var streams: [UInt64: AsyncStream<WallClockChange>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
-        /// Told after every change of the samples in use (sync, restore,
+        /// Told after every change of the sample in use (sync, restore,
         /// reset): what the package's countdowns re-plan on.
         var sampleObservers: [UInt64: @Sendable () -> Void] = [:]
     }
@@ -278,7 +278,8 @@ public final class TrustedClock: Clock, Sendable {
     }
 
     /// Calls `observer` (on the thread that made the change) after every
-    /// change of the samples the clock uses: a sync, a restore, a reset.
+    /// change of the samples the clock uses: a sync, a restore that puts
+    /// another sample in use, a reset of a clock that had one.
     /// Returns a key for ``removeSampleObserver(_:)``.
     package func addSampleObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64 {
         state.withLock { state in
@@ -429,7 +430,8 @@ public final class TrustedClock: Clock, Sendable {
     /// the clock falls back to the wall clock until the next sync. Handlers
     /// and streams stay.
     public func reset() {
-        state.withLock { state in
+        let hadSample = state.withLock { state in
+            let hadSample = state.best != nil
             state.samples = []
             state.best = nil
             state.lastSyncAt = nil
@@ -437,8 +439,11 @@ public final class TrustedClock: Clock, Sendable {
             state.acceptedOffset = nil
             state.unsyncedBaseline = nil
             state.pendingChange = nil
+            return hadSample
         }
-        samplesChanged()
+        // A clock with no sample in use had its time from the wall clock
+        // already: its observers (a center on it) keep what they count from.
+        if hadSample { samplesChanged() }
     }
 
     /// The sample with the smallest error bound at the newest midpoint; of

@@ -585,6 +585,30 @@ struct CooldownsTests {
         #expect(third.remaining(key: "sms") == nil)
     }
 
+    @Test("a restore in the same boot saves the file without cooldowns that ended or were cancelled, so that a reboot does not bring them back")
+    func sameBootRestoreDropsStaleCooldowns() throws {
+        // Cancelled while the file could not be read, and over by the time
+        // it can be.
+        let (path, saved) = try fileMadeUnreadable(holding: ["sms"])  // ends at 160
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, _, second) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(throws: CountdownError.notAStateFile) { try second.cancel(key: "sms") }
+        try write(saved, to: path)
+        try loop.advance(by: .seconds(60))
+        #expect(try second.restore() == .sameBoot(restored: 0))
+        let (_, _, afterReboot) = try process(boot: .seconds(20), bootID: "boot-b", path: path)
+        #expect(try afterReboot.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 0))
+        #expect(afterReboot.remaining(key: "sms") == nil)
+        // Ended with no save since: a restart in the boot drops it too.
+        let (loop3, _, third) = try process(boot: .seconds(100), bootID: "boot-c", path: path)
+        try third.cooldown(key: "code", duration: .seconds(60))
+        try loop3.advance(by: .seconds(70))
+        let (_, _, restarted) = try process(boot: .seconds(170), bootID: "boot-c", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 0))
+        let (_, _, rebooted) = try process(boot: .seconds(20), bootID: "boot-d", path: path)
+        #expect(try rebooted.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 0))
+    }
+
     @Test("a cancel of a key that runs nowhere, once the file is read, saves nothing")
     func cancelOfAnUnknownKeySavesNothing() throws {
         let path = temporaryPath("state")
@@ -621,10 +645,21 @@ struct CooldownsTests {
     func cancelRacingRestore() throws {
         let path = temporaryPath("state")
         defer { removeTemporaryDirectory(of: path) }
-        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
         // Many keys before the raced one, so that a restore spends a while
-        // resuming the others first.
-        for i in 0..<300 { try cooldowns.cooldown(key: "a\(i)", duration: .seconds(600)) }
+        // resuming the others first (written at once: 1,000 starts would
+        // make 1,000 saves).
+        try write(
+            CooldownStateFile.encode(
+                CooldownStateFile.Contents(
+                    bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(100)),
+                    entries: (0..<1_000).map { i in
+                        CooldownStateFile.Entry(
+                            key: "a\(i)", end: BootClock.Instant(offset: .seconds(700)), duration: .seconds(600),
+                            trustedEnd: nil)
+                    })),
+            to: path)
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        #expect(try cooldowns.restore() == .sameBoot(restored: 1_000))
         for round in 0..<40 {
             try cooldowns.cooldown(key: "zz", duration: .seconds(60))
             let cancelled = Locked(false)
@@ -632,7 +667,7 @@ struct CooldownsTests {
             DispatchQueue.global().async(group: group) { _ = try? cooldowns.restore() }
             DispatchQueue.global().async(group: group) {
                 // A varied start, to land in different parts of the restore.
-                usleep(UInt32(round % 8) * 500)
+                usleep(UInt32(round) * 50)
                 if (try? cooldowns.cancel(key: "zz")) == true { cancelled.withLock { $0 = true } }
             }
             group.wait()

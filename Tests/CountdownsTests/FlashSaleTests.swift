@@ -168,7 +168,7 @@ struct FlashSaleTests {
         }
     }
 
-    @Test("before the clock's first sync, a restore that brings no sample moves nothing: a wall clock set since does not end the sale")
+    @Test("before the clock's first sync, a restore that brings no sample, or a reset, moves nothing: a wall clock set since does not end the sale")
     func restoreWithNoSamplesBeforeFirstSync() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
         let readings = LoopClockReadings(loop: loop, bootID: "test-boot")
@@ -188,6 +188,11 @@ struct FlashSaleTests {
         try loop.advance(by: .seconds(1))
         #expect(!sale.hasEnded)
         #expect(sale.remaining == .seconds(3_589))
+        // Nor does a reset of the unsynced clock, which had no sample to drop.
+        clock.reset()
+        try loop.advance(by: .seconds(1))
+        #expect(!sale.hasEnded)
+        #expect(sale.remaining == .seconds(3_588))
     }
 
     @Test("a sync that lands while a trusted center is made: the center counts on it, and tells no jump")
