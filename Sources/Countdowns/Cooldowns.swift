@@ -20,8 +20,8 @@ import TrustedTime
 /// Each cooldown is a countdown of the ``CountdownCenter``, ending at a
 /// boot-clock instant (the boot clock counts suspend and nobody can set
 /// it), so it can be observed like any other. With a file, every start of
-/// a cooldown and every cancel of one the file may hold saves the running
-/// cooldowns there, atomically, in a small
+/// a cooldown and every cancel of one in memory (see ``cancel(key:)`` for
+/// the others) saves the running cooldowns there, atomically, in a small
 /// versioned and checksummed format (the same envelope as a
 /// `TrustedClock`'s state). The first call of any member restores what the
 /// file holds first (as ``restore()`` does, if it was not called), so that
@@ -238,7 +238,10 @@ public final class Cooldowns: Sendable {
     /// cannot be read when the cancel is made, whose cooldown for the key
     /// stays cancelled once it can be, and a save that fails: calling
     /// `cancel(key:)` again, or ``save()``, saves the file without it (and
-    /// so does a ``restore()`` that skipped it).
+    /// so does a ``restore()`` that skipped it). A cancel of a key with no
+    /// cooldown in memory (none ran, or one that ended was let go of) saves
+    /// only in those two cases: otherwise the file holds at most an ended
+    /// cooldown for it, which the next save drops.
     ///
     /// - Throws: the error of a file that cannot be read yet, or an error of
     ///   ``save()``; the cooldown has ended all the same.
@@ -393,10 +396,8 @@ public final class Cooldowns: Sendable {
     /// before holds the old ``Cooldown/end``; ``cooldown(key:)`` gives the
     /// new one, with the file's ``Cooldown/duration``). Cooldowns that ended
     /// meanwhile are not restored, nor are those of keys cancelled since
-    /// the last save that succeeded (see ``cancel(key:)``). A restore in the
-    /// same boot that finds such cooldowns in the file saves it without
-    /// them, so that a reboot, which can only count from the time each had
-    /// left when saved, does not bring them back.
+    /// the last save that succeeded (see ``cancel(key:)``): a restore that
+    /// finds such cooldowns in the file saves it without them.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
     ///   ``CountdownError/stateFileNotFound(_:)``,
@@ -447,9 +448,8 @@ public final class Cooldowns: Sendable {
             throw .stateFileCorrupt("saved later than the boot clock's current reading")
         }
         var restored = 0
-        // Cooldowns the file holds that do not run again: ended, or
-        // cancelled since its last save.
-        var stale = 0
+        // Cooldowns the file holds that were cancelled since its last save.
+        var cancelled = 0
         for entry in contents.entries {
             // No save writes an end more than its duration after the save
             // (a cooldown starts before the save that holds it; the 1 ns is
@@ -459,21 +459,23 @@ public final class Cooldowns: Sendable {
             // cooldown restored after a reboot has at most its duration left.
             let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
             guard end > now else {
-                stale += 1
+                if running.withLock({ $0.isCancelUnsaved(CooldownKey(entry.key)) }) { cancelled += 1 }
                 continue
             }
             switch resume(key: entry.key, end: end, duration: entry.duration) {
             case .resumed: restored += 1
             case .runsLonger: break
-            case .cancelled: stale += 1
+            case .cancelled: cancelled += 1
             }
         }
         fileRead = true
-        // Saved without them, so that a reboot, which can only count from the
-        // time each had left when saved, does not bring them back. If this
-        // save fails, the cancelled ones stay cancelled here, and the next
-        // save drops them all.
-        if stale > 0 { try? write() }
+        // Saved without them, so that a restart, or a reboot, which can only
+        // count from the time each had left when saved, does not bring them
+        // back. (Only then: a save while the trusted clock is not synced
+        // yet, as it often is in a new process, would drop the server-time
+        // ends of the others.) If this save fails, they stay cancelled here,
+        // and the next save drops them.
+        if cancelled > 0 { try? write() }
         return .sameBoot(restored: restored)
     }
 

@@ -585,7 +585,7 @@ struct CooldownsTests {
         #expect(third.remaining(key: "sms") == nil)
     }
 
-    @Test("a restore in the same boot saves the file without cooldowns that ended or were cancelled, so that a reboot does not bring them back")
+    @Test("a restore in the same boot saves the file without cooldowns cancelled since its last save, ended ones too, so that a reboot does not bring them back")
     func sameBootRestoreDropsStaleCooldowns() throws {
         // Cancelled while the file could not be read, and over by the time
         // it can be.
@@ -599,14 +599,27 @@ struct CooldownsTests {
         let (_, _, afterReboot) = try process(boot: .seconds(20), bootID: "boot-b", path: path)
         #expect(try afterReboot.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 0))
         #expect(afterReboot.remaining(key: "sms") == nil)
-        // Ended with no save since: a restart in the boot drops it too.
-        let (loop3, _, third) = try process(boot: .seconds(100), bootID: "boot-c", path: path)
-        try third.cooldown(key: "code", duration: .seconds(60))
-        try loop3.advance(by: .seconds(70))
-        let (_, _, restarted) = try process(boot: .seconds(170), bootID: "boot-c", path: path)
-        #expect(try restarted.restore() == .sameBoot(restored: 0))
-        let (_, _, rebooted) = try process(boot: .seconds(20), bootID: "boot-d", path: path)
-        #expect(try rebooted.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 0))
+    }
+
+    @Test("a same-boot restore with nothing cancelled writes nothing: the server-time ends of a save made while synced survive a restart before the next sync")
+    func sameBootRestoreKeepsServerTimeEnds() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))
+        try first.cooldown(key: "short", duration: .seconds(10))
+        // The same boot, 20 s later ("short" has ended), the clock not synced yet.
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_020))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
+        let second = Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock)
+        #expect(second.remaining(key: "code") == .seconds(280))
+        #expect(try second.restore() == .sameBoot(restored: 0))
+        // A reboot, 290 s of server time after the start: 10 s left.
+        let (_, third) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_290), path: path)
+        #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(third.remaining(key: "code") == .seconds(10))
     }
 
     @Test("a cancel of a key that runs nowhere, once the file is read, saves nothing")
