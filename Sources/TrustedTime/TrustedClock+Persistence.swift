@@ -148,17 +148,6 @@ extension TrustedClock {
         return kept
     }
 
-    /// `wall − trusted` accepted against the sample `old`, made the same
-    /// against the sample `new`: the difference between the server times
-    /// the two give (at any one boot-clock instant) added to it.
-    private func movedOffset(
-        _ accepted: Duration, from old: TimeSample?, to new: TimeSample?, at boot: BootClock.Instant
-    ) -> Duration {
-        guard let old, let new, old != new else { return accepted }
-        let moved = time(at: boot, from: old).sinceEpoch.subtractingSaturating(time(at: boot, from: new).sinceEpoch)
-        return accepted.addingSaturating(moved)
-    }
-
     /// Restores from the saved form; changes nothing if it throws.
     func restore(encoded bytes: [UInt8]) throws(TrustedTimeError) -> RestoreOutcome {
         let contents = try TrustedClockStateFile.decode(bytes)

@@ -137,17 +137,28 @@ extension TrustedClock {
             guard magnitude(offset) > threshold.addingSaturating(current.errorBound ?? .zero) else { return nil }
             return raise(&state, cause: cause, change: offset, offset: offset, at: current)
         }
-        if cause == .sync, let previous, previous != best {
-            // The sample in use changed: server time moved by the difference
-            // between the two samples; the wall clock did not move.
-            let before = wall.subtractingSaturating(time(at: boot, from: previous).sinceEpoch)
-            accepted = accepted.addingSaturating(offset.subtractingSaturating(before))
+        if cause == .sync {
+            // If the sample in use changed, server time moved by the
+            // difference between the two samples; the wall clock did not move.
+            accepted = movedOffset(accepted, from: previous, to: best, at: boot)
             state.acceptedOffset = accepted
         }
         let change = offset.subtractingSaturating(accepted)
         guard magnitude(change) > threshold else { return nil }
         state.acceptedOffset = offset
         return raise(&state, cause: cause, change: change, offset: offset, at: current)
+    }
+
+    /// `wall − trusted` accepted against the sample `old`, made the same
+    /// against the sample `new` (after a sync or a restore that put `new` in
+    /// use): the difference between the server times the two give, at any
+    /// one boot-clock instant, added to it.
+    func movedOffset(
+        _ accepted: Duration, from old: TimeSample?, to new: TimeSample?, at boot: BootClock.Instant
+    ) -> Duration {
+        guard let old, let new, old != new else { return accepted }
+        let moved = time(at: boot, from: old).sinceEpoch.subtractingSaturating(time(at: boot, from: new).sinceEpoch)
+        return accepted.addingSaturating(moved)
     }
 
     private func raise(
