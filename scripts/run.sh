@@ -30,6 +30,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 log=scripts/run.sh
 # shellcheck source=scripts/lib/release-c.sh
 . scripts/lib/release-c.sh
+# shellcheck source=scripts/lib/swiftpm-crash.sh
+. scripts/lib/swiftpm-crash.sh
+mkdir -p build/logs
+# swift_build ARGS...: `swift build ARGS...`, run again if the SwiftPM tool
+# itself crashes (scripts/lib/swiftpm-crash.sh); exits on a failure.
+swift_build() {
+    swiftpm_run build/logs/run-swift-build.log swift build "$@"
+    [ "$SWIFTPM_STATUS" -eq 0 ] || { echo "scripts/run.sh: swift build $* failed (status $SWIFTPM_STATUS)" >&2; exit 1; }
+}
 EXAMPLE=Examples/C/countdown.c
 BENCH=Benchmarks/CTimerCoreBench/core_bench.c
 PRECISE=Benchmarks/CTimerCoreBench/precise_bench.c
@@ -58,7 +67,7 @@ echo "=== build/release/precise_bench ${QUICK[*]}"
 build/release/precise_bench "${QUICK[@]}"
 
 echo "=== swift build -c release --product timerkit"
-swift build -c release --product timerkit
+swift_build -c release --product timerkit
 echo "=== .build/release/timerkit clocks"
 .build/release/timerkit clocks
 # A state file not there yet (an empty one is not a state file: the demo
@@ -74,7 +83,7 @@ run_peer() { # product, args...
     local product=$1
     shift
     echo "=== swift build -c release --package-path Benchmarks --product $product"
-    swift build -c release --package-path Benchmarks --product "$product"
+    swift_build -c release --package-path Benchmarks --product "$product"
     echo "=== Benchmarks/.build/release/$product $*"
     Benchmarks/.build/release/"$product" "$@"
 }
@@ -85,4 +94,7 @@ done
 echo "=== timer-peers' charts of this run (SVG, open in a browser):"
 for chart in lateness-cdf cost-vs-pending wakeups-vs-tolerance; do
     echo "    $PWD/build/charts/$chart.svg"
+done
+for crash in "${SWIFTPM_CRASHES[@]+"${SWIFTPM_CRASHES[@]}"}"; do
+    echo "note: $crash"
 done

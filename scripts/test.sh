@@ -7,6 +7,9 @@
 # Stages, in order; the first failure stops the run with a non-zero exit:
 #   deps    install the Debian packages the build needs, only if missing
 #   layout  check that every source the stages below need exists
+#   harness scripts/check-swiftpm-crash.sh: the SwiftPM commands below are
+#           run again when the SwiftPM tool itself crashes (a toolchain
+#           fault, named in the summary), and only then
 #   asan    each Tests/CTimerCoreTests/test_*.c and Tests/CTimerSNTPTests/test_*.c,
 #           built with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
 #           and run
@@ -160,6 +163,9 @@ print_summary() {
     for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do
         echo "$line"
     done
+    for line in "${SWIFTPM_CRASHES[@]+"${SWIFTPM_CRASHES[@]}"}"; do
+        echo "  note: $line"
+    done
 }
 
 # Reports a failure of the current stage and exits non-zero.
@@ -187,9 +193,39 @@ run_logged() {
     fi
 }
 
+# shellcheck source=scripts/lib/swiftpm-crash.sh
+. scripts/lib/swiftpm-crash.sh
+
+# run_swiftpm [--hide-started] LOG COMMAND...: run_logged for a SwiftPM
+# command (swift build, swift test, swift package), run again when the
+# SwiftPM tool itself crashed (scripts/lib/swiftpm-crash.sh); sets RUN_STATUS.
+# The summary names each command run again.
+run_swiftpm() {
+    swiftpm_run "$@"
+    RUN_STATUS=$SWIFTPM_STATUS
+}
+
 # The last `N passed, N failed` line of a log, or nothing.
 summary_line() {
     grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1 || true
+}
+
+# Runs a checking script whose last line is `N passed, N failed`, adds its
+# counts, and fails the stage if it failed or printed no such line.
+run_counted() {
+    local log=$1 what=$2
+    shift 2
+    run_logged "$log" "$@"
+    local line
+    line=$(summary_line "$log")
+    if [ -n "$line" ]; then
+        read -r p _ f _ <<<"$line"
+        PASSED=$((PASSED + p))
+        FAILED=$((FAILED + f))
+    fi
+    [ "$RUN_STATUS" -eq 0 ] || fail "$what failed${line:+ ($line)} (log: $log)"
+    [ -n "$line" ] || fail "$what printed no 'N passed, N failed' line (log: $log)"
+    COUNTED_LINE=$line
 }
 
 # --- deps ---------------------------------------------------------------------
@@ -239,6 +275,7 @@ for file in include/CTimerCore.h include/module.modulemap Package.swift \
     Sources/CTimerCore/loop.c Sources/CTimerSNTP/include/CTimerSNTP.h \
     "$FUZZER" "$SNTP_FUZZER" "$BENCH" "$SOAK" "$PRECISE" scripts/test-trusted-time.sh scripts/test-demo.sh \
     scripts/test-fps.sh scripts/lib/terminal-test.sh scripts/lib/test-harness.sh \
+    scripts/lib/swiftpm-crash.sh scripts/check-swiftpm-crash.sh \
     Benchmarks/Package.swift Benchmarks/Benchmarks/TimerBenchmarks/TimerBenchmarks.swift; do
     [ -f "$file" ] || missing+=("$file")
 done
@@ -256,6 +293,12 @@ done
 [ ${#missing[@]} -eq 0 ] || fail "missing: ${missing[*]}"
 mkdir -p build/asan build/gcc build/fuzz build/bench "$LOGS"
 end_stage "${#CORE[@]} core files, ${#SNTP[@]} SNTP files, $((${#CORE_TESTS[@]} + ${#SNTP_TESTS[@]})) C tests, ${#EXAMPLES[@]} examples"
+
+# --- harness: the test harness's own checks ------------------------------------
+
+begin_stage harness "scripts/check-swiftpm-crash.sh: a SwiftPM tool's own crash is run again, a test program's is not"
+run_counted "$LOGS/harness.log" scripts/check-swiftpm-crash.sh scripts/check-swiftpm-crash.sh
+end_stage "$COUNTED_LINE"
 
 COMMON_FLAGS=(-std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE -Iinclude -ISources/CTimerCore
     -ISources/CTimerSNTP/include -ITests/CTimerCoreTests)
@@ -448,14 +491,10 @@ end_stage "core_bench --quick, precise_bench --quick and soak --seconds 6 ran (e
 # --- swift ------------------------------------------------------------------------
 
 begin_stage swift "swift build, swift test"
-run_logged "$LOGS/swift-build.log" swift build
+run_swiftpm "$LOGS/swift-build.log" swift build
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build failed (log: $LOGS/swift-build.log)"
 # The console leaves out Swift Testing's "started" lines; the log keeps them.
-if timeout -k 10 "$TK_TEST_TIMEOUT" swift test 2>&1 | tee "$LOGS/swift-test.log" | sed -u '/^◇ /d'; then
-    RUN_STATUS=0
-else
-    RUN_STATUS=${PIPESTATUS[0]}
-fi
+run_swiftpm --hide-started "$LOGS/swift-test.log" timeout -k 10 "$TK_TEST_TIMEOUT" swift test
 # XCTest: "Executed N tests, with F failures" (the last one is the total).
 xc_line=$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$LOGS/swift-test.log" | tail -n 1 || true)
 xc_tests=0
@@ -488,24 +527,6 @@ fi
 [ "$swift_failed" -eq 0 ] || fail "swift test reported $swift_failed failed tests but exited 0"
 end_stage "swift test: $swift_passed passed, $swift_failed failed (XCTest $xc_tests, Swift Testing $st_tests)"
 
-# Runs a checking script whose last line is `N passed, N failed`, adds its
-# counts, and fails the stage if it failed or printed no such line.
-run_counted() {
-    local log=$1 what=$2
-    shift 2
-    run_logged "$log" "$@"
-    local line
-    line=$(summary_line "$log")
-    if [ -n "$line" ]; then
-        read -r p _ f _ <<<"$line"
-        PASSED=$((PASSED + p))
-        FAILED=$((FAILED + f))
-    fi
-    [ "$RUN_STATUS" -eq 0 ] || fail "$what failed${line:+ ($line)} (log: $log)"
-    [ -n "$line" ] || fail "$what printed no 'N passed, N failed' line (log: $log)"
-    COUNTED_LINE=$line
-}
-
 # --- misuse: code the API must refuse -------------------------------------------
 
 begin_stage misuse "Tests/MisuseTests: data races and clock mix-ups must not compile"
@@ -530,13 +551,8 @@ begin_stage tsan "swift test --sanitize=thread"
 # A build folder of its own, so the plain build above stays usable; outside
 # the package, where SwiftPM keeps it consistent across runs.
 TSAN_BUILD=${TK_TSAN_BUILD:-${TMPDIR:-/tmp}/timerkit-tsan-build}
-if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --sanitize=thread --scratch-path "$TSAN_BUILD" 2>&1 |
-    tee "$LOGS/swift-test-tsan.log" |
-    sed -u '/^◇ /d'; then
-    RUN_STATUS=0
-else
-    RUN_STATUS=${PIPESTATUS[0]}
-fi
+run_swiftpm --hide-started "$LOGS/swift-test-tsan.log" \
+    timeout -k 10 "$TK_TEST_TIMEOUT" swift test --sanitize=thread --scratch-path "$TSAN_BUILD"
 [ "$RUN_STATUS" -eq 0 ] || fail "swift test --sanitize=thread failed (status $RUN_STATUS; log: $LOGS/swift-test-tsan.log)"
 if grep -q "WARNING: ThreadSanitizer" "$LOGS/swift-test-tsan.log"; then
     fail "ThreadSanitizer reported a data race (log: $LOGS/swift-test-tsan.log)"
@@ -546,7 +562,7 @@ end_stage "no data race reported"
 # --- timerkit: the command users run ---------------------------------------------
 
 begin_stage timerkit "timerkit clocks (smoke)"
-run_logged "$LOGS/timerkit-build.log" swift build -c release --product timerkit
+run_swiftpm "$LOGS/timerkit-build.log" swift build -c release --product timerkit
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --product timerkit failed (log: $LOGS/timerkit-build.log)"
 run_logged "$LOGS/timerkit-clocks.log" .build/release/timerkit clocks
 [ "$RUN_STATUS" -eq 0 ] || fail "timerkit clocks exited with status $RUN_STATUS"
@@ -709,18 +725,14 @@ end_stage "timerkit ran; --help, help fps and clocks --help, $REFUSED bad comman
 # --- peers: the full benchmarks package, kept working -----------------------------
 
 begin_stage peers "Benchmarks/: harness tests, timer-peers (and its charts), timer-cost, frame-peers, countdown-peers, executor-peers and queue-peers --quick, the ordo-one suite's list (smoke)"
-if timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks 2>&1 |
-    tee "$LOGS/peers-test.log" | sed -u '/^◇ /d'; then
-    RUN_STATUS=0
-else
-    RUN_STATUS=${PIPESTATUS[0]}
-fi
+run_swiftpm --hide-started "$LOGS/peers-test.log" \
+    timeout -k 10 "$TK_TEST_TIMEOUT" swift test --package-path Benchmarks
 peers_tests=$(grep -E 'Test run with [0-9]+ tests? .*passed' "$LOGS/peers-test.log" | tail -n 1 |
     sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' || true)
 [ "$RUN_STATUS" -eq 0 ] && [ -n "$peers_tests" ] ||
     fail "swift test --package-path Benchmarks failed (status $RUN_STATUS; log: $LOGS/peers-test.log)"
 PASSED=$((PASSED + peers_tests))
-run_logged "$LOGS/peers-build.log" swift build -c release --package-path Benchmarks
+run_swiftpm "$LOGS/peers-build.log" swift build -c release --package-path Benchmarks
 [ "$RUN_STATUS" -eq 0 ] || fail "swift build -c release --package-path Benchmarks failed (log: $LOGS/peers-build.log)"
 CHARTS=build/charts
 CHART_FILES=(lateness-cdf.svg cost-vs-pending.svg wakeups-vs-tolerance.svg)
@@ -824,7 +836,7 @@ run_logged "$LOGS/queue-peers.log" timeout -k 10 "$TK_TEST_TIMEOUT" Benchmarks/.
     fail "queue-peers --quick printed no lateness and coalescing row for each side (log: $LOGS/queue-peers.log)"
 [ "$(grep -cE '^[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+x' "$LOGS/queue-peers.log")" -eq 2 ] ||
     fail "queue-peers --quick printed no create + cancel row for each size (log: $LOGS/queue-peers.log)"
-run_logged "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
+run_swiftpm "$LOGS/benchmark-list.log" swift package --package-path Benchmarks benchmark list
 [ "$RUN_STATUS" -eq 0 ] || fail "swift package benchmark list failed (log: $LOGS/benchmark-list.log)"
 listed=$(grep -cE '^(Churn|Pair|Memory|Lateness|Coalescing|Clock)/' "$LOGS/benchmark-list.log" || true)
 [ "$listed" -gt 0 ] || fail "swift package benchmark list named no benchmark (log: $LOGS/benchmark-list.log)"
@@ -836,18 +848,9 @@ end_stage "timer-peers (${#CHART_FILES[@]} charts well-formed), timer-cost, fram
 # timerkit as stage STAGE, adding its `N passed, N failed` line to the
 # totals; the stage fails if the script fails or prints no such line.
 test_script_stage() {
-    local stage=$1 script=$2 description=$3 log="$LOGS/$1.log" line p f
-    begin_stage "$stage" "$description"
-    run_logged "$log" env TK_TIMERKIT=.build/release/timerkit timeout -k 10 "$TK_TEST_TIMEOUT" "$script"
-    line=$(summary_line "$log")
-    if [ -n "$line" ]; then
-        read -r p _ f _ <<<"$line"
-        PASSED=$((PASSED + p))
-        FAILED=$((FAILED + f))
-    fi
-    [ "$RUN_STATUS" -eq 0 ] || fail "$script failed${line:+ ($line)} (log: $log)"
-    [ -n "$line" ] || fail "$script printed no 'N passed, N failed' line"
-    end_stage "$line"
+    begin_stage "$1" "$3"
+    run_counted "$LOGS/$1.log" "$2" env TK_TIMERKIT=.build/release/timerkit timeout -k 10 "$TK_TEST_TIMEOUT" "$2"
+    end_stage "$COUNTED_LINE"
 }
 
 test_script_stage trusted scripts/test-trusted-time.sh \
