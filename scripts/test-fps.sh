@@ -9,9 +9,11 @@
 #      grows, showing fps, p99 frame time, dropped frames and hitch time
 #      with a grade; at the end it says "done" and the program exits 0;
 #      in a window narrower than the line (40 and 20 columns), the line keeps
-#      to one row, cut cleanly to the width, and the summary wraps whole; Ctrl-C ends it with line wrap
-#      back on and the shell's prompt on a line of its own, unless it was
-#      started ignoring SIGINT; run in the background to its end, it turns
+#      to one row, cut cleanly to the width, and the summary wraps whole; Ctrl-C ends it with the
+#      summary so far, line wrap back on, the shell's prompt on a line of
+#      its own and status 130 (the end by SIGINT), unless it was started
+#      ignoring SIGINT; SIGINT to a run into a file, or with --json, or
+#      during a frame's work, prints the summary so far too; run in the background to its end, it turns
 #      line wrap back on; on a dumb terminal (TERM=dumb) it writes a line a
 #      second, as to a file;
 #   2. --json prints one summary object with every field, at the rate given;
@@ -116,8 +118,13 @@ wait_for '^PROMPT>' 10 >/dev/null || true
 keys "$(printf '%q ' "$TIMERKIT" fps --rate 60 --seconds 60)" Enter
 if wait_for '^fps [0-9]' 10; then
     keys C-c
+    check "Ctrl-C prints the summary so far" \
+        wait_for '^interrupted: fps [0-9]+\.[0-9]  p99 [0-9]+\.[0-9] ms' 10
     check "Ctrl-C ends it at a prompt of its own" wait_for '^PROMPT> ?$' 10
     check "after Ctrl-C lines wrap again ($(pane_flags))" test "$(pane_flags)" = "cursor=1 wrap=1"
+    # It ends by SIGINT, as Ctrl-C ends a program: the shell's status 130.
+    keys 'echo "status $?"' Enter
+    check "... and it ends by SIGINT (the shell's \$? is 130)" wait_for '^status 130$' 10
     # Run in the background to its end: it turned line wrap off at the
     # start, and turns it back on at the end, though the shell has the
     # terminal then. (`wait` returns when it ends; the shell then says it
@@ -146,6 +153,44 @@ else
     fail "the line shows in a shell"
 fi
 
+# SIGINT to a run whose output is a file, or --json: the summary so far,
+# then the end by SIGINT. (Started with SIGINT's default action, as a
+# foreground program is; the signal is sent once the handler is in place,
+# which /proc's SigCgt mask shows: bit 1 is SIGINT.)
+catches_sigint() {
+    local mask
+    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
+    [ -n "$mask" ] && (((16#$mask >> 1) & 1))
+}
+interrupt_run() { # OUTPUT ARGUMENT...: runs timerkit fps, sends SIGINT, sets STATUS
+    local output=$1 pid
+    shift
+    env --default-signal=INT "$TIMERKIT" fps "$@" >"$output" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do
+        catches_sigint "$pid" && break
+        sleep 0.1
+    done
+    sleep 0.5
+    local sent
+    sent=$(date +%s%N)
+    kill -s INT "$pid" 2>/dev/null || true
+    STATUS=0
+    wait "$pid" || STATUS=$?
+    WAITED_MS=$((($(date +%s%N) - sent) / 1000000))
+}
+interrupt_run "$WORK/interrupted.out" --rate 60 --seconds 60
+check "SIGINT to a run into a file: the summary so far, then the end by SIGINT (status $STATUS)" \
+    eval '[ "$STATUS" -eq 130 ] && grep -qE "^interrupted: fps .* over [0-9]+ frames$" "$WORK/interrupted.out"'
+interrupt_run "$WORK/interrupted.json" --rate 10 --seconds 60 --work-ms 10000 --json
+check "SIGINT during a frame's work, --json: an object saying so, then the end by SIGINT (status $STATUS)" \
+    python3 -c '
+import json, sys
+s = json.loads(open(sys.argv[1]).read())
+sys.exit(0 if s["interrupted"] is True and s["frames"] >= 1 and sys.argv[2] == "130" else 1)' "$WORK/interrupted.json" "$STATUS"
+# 10 s of work against an end at once: far apart, whatever the machine.
+check "... and it ends then, not after the frame's 10 s of work (${WAITED_MS} ms)" test "$WAITED_MS" -lt 5000
+
 # --- 2-4: --json ---------------------------------------------------------------------
 
 # json_check NAME ARGUMENTS -- PYTHON: runs `timerkit fps ARGUMENTS --json`
@@ -173,9 +218,9 @@ sys.exit(0 if ok else 1)' "$output" "$1"; then
     fi
 }
 
-FIELDS='set(s) >= {"rate", "seconds", "work_ms", "jank_percent", "spike_ms", "seed", "frames", "spikes", "ticker_dropped", "fps", "frame_time_p50_ms", "frame_time_p95_ms", "frame_time_p99_ms", "frame_time_max_ms", "dropped", "hitch_ms_per_s", "grade"}'
+FIELDS='set(s) >= {"rate", "seconds", "work_ms", "jank_percent", "spike_ms", "seed", "frames", "spikes", "ticker_dropped", "interrupted", "fps", "frame_time_p50_ms", "frame_time_p95_ms", "frame_time_p99_ms", "frame_time_max_ms", "dropped", "hitch_ms_per_s", "grade"}'
 json_check "--json prints one summary object with every field" --rate 60 --seconds 2 -- \
-    "$FIELDS and s['rate'] == 60 and s['frames'] > 0 and s['fps'] > 0 and s['grade'] in ('good', 'warning', 'critical') and s['frame_time_p50_ms'] <= s['frame_time_p99_ms'] <= s['frame_time_max_ms']"
+    "$FIELDS and s['interrupted'] is False and s['rate'] == 60 and s['frames'] > 0 and s['fps'] > 0 and s['grade'] in ('good', 'warning', 'critical') and s['frame_time_p50_ms'] <= s['frame_time_p99_ms'] <= s['frame_time_max_ms']"
 json_check "30 ms of work at 60 Hz drops a grid point at every frame, and the summary counts them" \
     --rate 60 --seconds 2 --work-ms 30 -- \
     "s['frames'] >= 2 and s['dropped'] >= s['frames'] - 1 and s['ticker_dropped'] >= s['frames'] - 1 and s['frame_time_p50_ms'] >= 33.3 and s['hitch_ms_per_s'] > 10 and s['grade'] == 'critical'"

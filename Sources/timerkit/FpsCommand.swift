@@ -8,7 +8,8 @@ import TimerKit
 /// frames (chosen by a seeded generator) it spins for `--spike-ms` instead.
 /// A line updates in place once a second with the frames per second, the
 /// p99 frame time, the dropped frames and the hitch time; `--json` prints
-/// one summary object at the end instead.
+/// one summary object at the end instead. Ctrl-C ends the run early with
+/// the summary so far (`Interrupt`).
 enum FpsCommand: Subcommand {
     static let name = "fps"
 
@@ -24,7 +25,9 @@ enum FpsCommand: Subcommand {
           Shows fps, p99 frame time, dropped frames and hitch time (ms per s) on one line
           that updates in place (a line a second to a file or a pipe, or with TERM=dumb);
           --json prints one summary object at the end (its measured fields null when
-          fewer than two frames came).
+          fewer than two frames came). Ctrl-C ends the run early: the summary so far is
+          printed ("interrupted: ...", or "interrupted": true), then the program ends
+          by SIGINT.
 
         """
 
@@ -109,6 +112,10 @@ private final class FpsRun: @unchecked Sendable {
             work(from: frame.deliveredAt)
         }
         defer { ticker.invalidate() }
+        // Ctrl-C stops the run early, with the summary so far; watched
+        // until the summary is out (main then ends the process by SIGINT).
+        let interrupt = try Interrupt(stopping: loop)
+        defer { interrupt.stopWatching() }
         if !options.json {
             try terminal?.open()
             show(nil)
@@ -118,20 +125,22 @@ private final class FpsRun: @unchecked Sendable {
         runEnd = MonotonicClock.now + .nanoseconds(Int64(options.seconds * 1e9))
         try loop.run(until: runEnd)
         let summary = monitor.summary
+        let interrupted = Interrupt.requested
         if options.json {
-            Output.line(json(summary, ticker: ticker).renderLine())
+            Output.line(json(summary, ticker: ticker, interrupted: interrupted).renderLine())
         } else {
             // The line wraps again for the summary, which is never cut.
             terminal?.showStatus("")
             terminal?.close()
-            Output.line("done: \(summary.map { line($0) } ?? "no frame time measured") over \(ticker.frameCount) frames")
+            let measured = summary.map { line($0) } ?? "no frame time measured"
+            Output.line("\(interrupted ? "interrupted" : "done"): \(measured) over \(ticker.frameCount) frames")
         }
         return 0
     }
 
     /// Spins for this frame's work: the CPU is busy, as with real rendering.
     /// The work stops where the run ends, so that the run lasts `--seconds`
-    /// whatever one frame's work would take.
+    /// whatever one frame's work would take, and at Ctrl-C.
     private func work(from start: MonotonicClock.Instant) {
         var milliseconds = options.workMilliseconds
         if options.jankPercent > 0 && Double(next() % 10_000) < options.jankPercent * 100 {
@@ -140,7 +149,7 @@ private final class FpsRun: @unchecked Sendable {
         }
         guard milliseconds > 0 else { return }
         let end = min(start + .nanoseconds(Int64(milliseconds * 1e6)), runEnd)
-        while MonotonicClock.now < end {}
+        while MonotonicClock.now < end && !Interrupt.requested {}
     }
 
     /// SplitMix64.
@@ -172,7 +181,7 @@ private final class FpsRun: @unchecked Sendable {
         if Output.failed { loop.stop() }
     }
 
-    private func json(_ summary: FrameRateMonitor.Reading?, ticker: FrameTicker) -> JSON {
+    private func json(_ summary: FrameRateMonitor.Reading?, ticker: FrameTicker, interrupted: Bool) -> JSON {
         func ms(_ duration: Duration) -> JSON { .number(Double(duration.saturatingNanoseconds) / 1e6, digits: 3) }
         var members: [(String, JSON)] = [
             ("rate", .number(options.rate, digits: 3)),
@@ -184,6 +193,7 @@ private final class FpsRun: @unchecked Sendable {
             ("frames", .uint(ticker.frameCount)),
             ("spikes", .int(Int64(spikes))),
             ("ticker_dropped", .uint(ticker.droppedFrameCount)),
+            ("interrupted", .bool(interrupted)),
         ]
         if let summary {
             members += [

@@ -6,7 +6,9 @@ import TimerKit
 /// curses). It puts back what it changed on `close`, and on the other ways
 /// out that a program can see: the signals that end the process (`SIGINT`,
 /// `SIGTERM`, `SIGHUP`, `SIGQUIT`; not one the process was started ignoring)
-/// restore the terminal before it ends, and a stop (`SIGTSTP`) restores it
+/// restore the terminal before it ends (but `SIGINT` while a command
+/// watches for Ctrl-C with an `Interrupt`: that command finishes early and
+/// closes the terminal itself), and a stop (`SIGTSTP`) restores it
 /// for the shell, then applies the command's settings again when the
 /// process goes on (as `SIGCONT` does after any stop, since the shell may
 /// have reset them meanwhile). A crash or `SIGKILL` leaves it as it is.
@@ -585,6 +587,9 @@ private func handleSignal(_ number: Int32) {
             TerminalSettings.apply(again: true)
         }
     default:
+        // Ctrl-C while a command watches for it (`Interrupt`): the command
+        // finishes early, then closes the terminal itself.
+        if number == SIGINT && Interrupt.deliver() { return }
         // Ends the process as the default action would, with the terminal
         // as it was: the signal, blocked while this runs, comes again once
         // this returns.

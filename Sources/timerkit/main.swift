@@ -111,4 +111,7 @@ func escapingBytes(_ bytes: UnsafePointer<CChar>) -> String {
 
 Output.reserveStandardDescriptors()
 guard let arguments = textArguments() else { exit(Output.finish(64)) }
-exit(Output.finish(runCommand(arguments)))
+let status = Output.finish(runCommand(arguments))
+// A command that Ctrl-C finished early (`timerkit fps`) ends as Ctrl-C ends a program.
+Interrupt.endIfRequested()
+exit(status)
