@@ -24,6 +24,8 @@ if ! command -v swiftc >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swiftc ]; then
     PATH="/opt/swift/usr/bin:$PATH"
 fi
 command -v swiftc >/dev/null 2>&1 || abort "swiftc found (the Swift toolchain)"
+# The crashes run here directly report as those run by swiftpm_run do.
+export SWIFT_BACKTRACE=$SWIFTPM_BACKTRACE
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/check-swiftpm-crash.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -31,18 +33,32 @@ mkdir -p "$WORK/bin"
 
 # The program: `crasher MARKER` crashes unless MARKER exists, creating it
 # first (so it crashes once, then prints "listed"); `crasher -` always
-# crashes; `crasher --started` prints a Swift Testing "started" line and a
-# result line.
+# crashes; `crasher --thread` crashes on a thread that runs libc's strlen
+# from its start, no frame of the program's own on it; `crasher --started`
+# prints a Swift Testing "started" line and a result line; `crasher
+# --failed` a failed test's line, then crashes.
 cat >"$WORK/crasher.swift" <<'EOF'
 #if canImport(Glibc)
 import Glibc
 #endif
+
+typealias Start = @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?
 
 let arguments = CommandLine.arguments
 let marker = arguments.count > 1 ? arguments[1] : "-"
 if marker == "--started" {
     print("◇ Test started.")
     print("✔ Test passed.")
+} else if marker == "--thread" {
+    var thread = pthread_t()
+    let strlen = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "strlen"), to: Start.self)
+    pthread_create(&thread, nil, strlen, nil)
+    pthread_join(thread, nil)
+} else if marker == "--failed" {
+    print("✘ Test \"a check\" failed after 0.001 seconds with 1 issue.")
+    fflush(stdout)
+    let bad = UnsafeMutablePointer<Int>(bitPattern: 8)!
+    bad.pointee = 1
 } else if marker != "-" && access(marker, F_OK) == 0 {
     print("listed")
 } else {
@@ -76,8 +92,21 @@ cat "$WORK/tool.log" "$WORK/test-program.log" >"$WORK/tool-then-test.log"
 check "the last crash report counts: the tool's, then a test program's" \
     eval '! swiftpm_tool_crashed "$WORK/tool-then-test.log"'
 cat "$WORK/test-program.log" "$WORK/tool.log" >"$WORK/test-then-tool.log"
-check "the last crash report counts: a test program's, then the tool's" \
-    swiftpm_tool_crashed "$WORK/test-then-tool.log"
+check "a test program's crash, then the tool's, is not the tool's crash alone" \
+    eval '! swiftpm_tool_crashed "$WORK/test-then-tool.log"'
+cat "$WORK/tool.log" "$WORK/tool.log" >"$WORK/tool-twice.log"
+check "two crash reports of the tool are the tool's crash" swiftpm_tool_crashed "$WORK/tool-twice.log"
+
+"$TOOL" --failed >"$WORK/failed-then-tool.log" 2>&1
+check "a failed test, then the tool's crash, is not the tool's crash alone" \
+    eval 'grep -q "Program crashed: " "$WORK/failed-then-tool.log" && ! swiftpm_tool_crashed "$WORK/failed-then-tool.log"'
+printf 'Executed 3 tests, with 1 failure (0 unexpected) in 0.1 seconds\n' | cat - "$WORK/tool.log" >"$WORK/xctest-failed-then-tool.log"
+check "an XCTest failure, then the tool's crash, is not the tool's crash alone" \
+    eval '! swiftpm_tool_crashed "$WORK/xctest-failed-then-tool.log"'
+
+"$TOOL" --thread >"$WORK/thread.log" 2>&1
+check "a crash on a thread with no frame of the tool's own is the tool's crash" \
+    eval 'grep -q "Program crashed: " "$WORK/thread.log" && swiftpm_tool_crashed "$WORK/thread.log"'
 
 # --- running the command again ------------------------------------------------------
 
@@ -93,6 +122,16 @@ check "the record names the command and where its output is" \
     <(printf '%s\n' "${SWIFTPM_CRASHES[@]}")
 check "what is shown says the command runs again" \
     grep -q '^--- the SwiftPM tool crashed in its own code (status [0-9]*), not in this package.s: running the command again (run 2 of 3 at most)$' "$WORK/once.out"
+
+SWIFTPM_CRASHES=()
+SWIFT_BACKTRACE=enable=no swiftpm_run "$WORK/no-backtrace.log" "$TOOL" "$WORK/no-backtrace.marker" >/dev/null 2>&1
+check "with the backtracer off in the environment, a tool that crashes once is still run again" \
+    eval '[ "$SWIFTPM_STATUS" -eq 0 ] && [ "${#SWIFTPM_CRASHES[@]}" -eq 1 ]'
+
+SWIFTPM_CRASHES=()
+(set +o pipefail; swiftpm_run "$WORK/no-pipefail.log" "$TOOL" - >/dev/null 2>&1; echo "$SWIFTPM_STATUS") >"$WORK/no-pipefail.status"
+check "without pipefail in the caller, a crash's status is kept ($(cat "$WORK/no-pipefail.status"))" \
+    test "$(cat "$WORK/no-pipefail.status")" -gt 128
 
 SWIFTPM_CRASHES=()
 swiftpm_run "$WORK/always.log" "$TOOL" - >"$WORK/always.out" 2>&1

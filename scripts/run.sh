@@ -33,11 +33,19 @@ log=scripts/run.sh
 # shellcheck source=scripts/lib/swiftpm-crash.sh
 . scripts/lib/swiftpm-crash.sh
 mkdir -p build/logs
-# swift_build ARGS...: `swift build ARGS...`, run again if the SwiftPM tool
-# itself crashes (scripts/lib/swiftpm-crash.sh); exits on a failure.
+# swift_build PRODUCT ARGS...: `swift build ARGS...` (its output also in
+# build/logs/run-build-PRODUCT.log), run again if the SwiftPM tool itself
+# crashes (scripts/lib/swiftpm-crash.sh); exits on a failure, after naming
+# any crash run again.
 swift_build() {
-    swiftpm_run build/logs/run-swift-build.log swift build "$@"
-    [ "$SWIFTPM_STATUS" -eq 0 ] || { echo "scripts/run.sh: swift build $* failed (status $SWIFTPM_STATUS)" >&2; exit 1; }
+    local product=$1
+    shift
+    swiftpm_run "build/logs/run-build-$product.log" swift build "$@"
+    if [ "$SWIFTPM_STATUS" -ne 0 ]; then
+        swiftpm_print_crashes "note: "
+        echo "scripts/run.sh: swift build $* failed (status $SWIFTPM_STATUS; log: build/logs/run-build-$product.log)" >&2
+        exit 1
+    fi
 }
 EXAMPLE=Examples/C/countdown.c
 BENCH=Benchmarks/CTimerCoreBench/core_bench.c
@@ -67,7 +75,7 @@ echo "=== build/release/precise_bench ${QUICK[*]}"
 build/release/precise_bench "${QUICK[@]}"
 
 echo "=== swift build -c release --product timerkit"
-swift_build -c release --product timerkit
+swift_build timerkit -c release --product timerkit
 echo "=== .build/release/timerkit clocks"
 .build/release/timerkit clocks
 # A state file not there yet (an empty one is not a state file: the demo
@@ -83,7 +91,7 @@ run_peer() { # product, args...
     local product=$1
     shift
     echo "=== swift build -c release --package-path Benchmarks --product $product"
-    swift_build -c release --package-path Benchmarks --product "$product"
+    swift_build "$product" -c release --package-path Benchmarks --product "$product"
     echo "=== Benchmarks/.build/release/$product $*"
     Benchmarks/.build/release/"$product" "$@"
 }
@@ -95,6 +103,4 @@ echo "=== timer-peers' charts of this run (SVG, open in a browser):"
 for chart in lateness-cdf cost-vs-pending wakeups-vs-tolerance; do
     echo "    $PWD/build/charts/$chart.svg"
 done
-for crash in "${SWIFTPM_CRASHES[@]+"${SWIFTPM_CRASHES[@]}"}"; do
-    echo "note: $crash"
-done
+swiftpm_print_crashes "note: "

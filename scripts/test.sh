@@ -163,9 +163,7 @@ print_summary() {
     for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do
         echo "$line"
     done
-    for line in "${SWIFTPM_CRASHES[@]+"${SWIFTPM_CRASHES[@]}"}"; do
-        echo "  note: $line"
-    done
+    swiftpm_print_crashes "  note: "
 }
 
 # Reports a failure of the current stage and exits non-zero.

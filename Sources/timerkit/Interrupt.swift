@@ -109,7 +109,10 @@ final class Interrupt {
     }
 
     /// Ends the process by `SIGINT` (its default action) if Ctrl-C asked
-    /// the command to finish early; returns otherwise.
+    /// the command to finish early; returns otherwise. Where the signal
+    /// cannot end it (the process is a PID namespace's init, as in a
+    /// container run without one), it exits with status 130, what a shell
+    /// reports for an end by `SIGINT`.
     static func endIfRequested() {
         guard requested else { return }
         signal(SIGINT, SIG_DFL)
@@ -118,6 +121,7 @@ final class Interrupt {
         sigaddset(&interrupt, SIGINT)
         pthread_sigmask(SIG_UNBLOCK, &interrupt, nil)
         raise(SIGINT)
+        _exit(128 + SIGINT)
     }
 }
 

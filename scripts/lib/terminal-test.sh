@@ -119,16 +119,20 @@ wait_gone() {
 }
 
 screen() { tmux -L "$SOCKET" capture-pane -p -t term; }
+# The screen with each line the terminal wrapped joined into one, as it was
+# written: what a line says, whatever the window's width makes of it.
+screen_joined() { tmux -L "$SOCKET" capture-pane -p -J -t term; }
 
 keys() { tmux -L "$SOCKET" send-keys -t term "$@"; }
 
 # wait_for REGEX [SECONDS]: polls the screen until a line matches (default
-# limit 30 s). Succeeds with the matching line in $LINE.
+# limit 30 s). Succeeds with the matching line in $LINE. (With SCREEN set
+# to screen_joined, a wrapped line is matched whole: wait_for_joined.)
 LINE=""
 wait_for() {
     local regex=$1 limit=${2:-30} waited=0
     while [ "$waited" -lt $((limit * 10)) ]; do
-        LINE=$(screen | grep -E -m 1 -- "$regex" || true)
+        LINE=$("${SCREEN:-screen}" | grep -E -m 1 -- "$regex" || true)
         [ -n "$LINE" ] && return 0
         sleep 0.1
         waited=$((waited + 1))
@@ -137,6 +141,10 @@ wait_for() {
     screen | sed 's/^/    | /'
     return 1
 }
+
+# wait_for_joined REGEX [SECONDS]: wait_for a line as it was written, the
+# rows the terminal wrapped it into joined.
+wait_for_joined() { SCREEN=screen_joined wait_for "$@"; }
 
 # wait_for_text TEXT [SECONDS]: wait_for a line holding TEXT as it is.
 wait_for_text() {
