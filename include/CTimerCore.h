@@ -1063,7 +1063,8 @@ int tk_loop_set_manual_time(tk_loop *loop, tk_clock clock, int64_t now_ns);
  * A frame ticker calls a function once per frame on a fixed grid of the
  * loop's monotonic clock, as a display link does once per refresh: frame k
  * is due at anchor + k * period, where the anchor is the moment the ticker
- * started (or last changed its rate). One absolute deadline of the loop's
+ * started or, after a change of its rate, the latest frame's timestamp then
+ * (see tk_frame_ticker_set_rate). One absolute deadline of the loop's
  * monotonic timerfd drives it, with no leeway, so frames never come early
  * and never drift.
  *

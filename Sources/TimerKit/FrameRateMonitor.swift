@@ -7,7 +7,7 @@
 /// while !done {
 ///     render(at: MonotonicClock.now, skipped: 0)      // a frame of work
 ///     if let reading = monitor.record(MonotonicClock.now) {
-///         print(reading)  // "59.8 fps, p99 16.9 ms, 1 dropped, hitch 2.8 ms/s (good)"
+///         print(reading)  // "59.5 fps, p99 25.0 ms, 1 dropped, hitch 8.3 ms/s (warning)"
 ///     }
 /// }
 /// ```
@@ -109,7 +109,7 @@ public struct FrameRateMonitor: Sendable {
         /// The grade of the hitch time.
         public var grade: Grade
 
-        /// "59.8 fps, p99 16.9 ms, 1 dropped, hitch 2.8 ms/s (good)".
+        /// "59.5 fps, p99 25.0 ms, 1 dropped, hitch 8.3 ms/s (warning)".
         public var description: String {
             "\(Self.fixed(framesPerSecond, 1)) fps, p99 \(Self.milliseconds(frameTimeP99)) ms, "
                 + "\(droppedFrames) dropped, hitch \(Self.fixed(hitchMillisecondsPerSecond, 1)) ms/s (\(grade))"

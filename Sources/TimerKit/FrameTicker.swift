@@ -21,7 +21,8 @@ import Musl
 /// ```
 ///
 /// Frame *k* is due at *anchor + k × period*, where the anchor is when the
-/// ticker started or last changed its rate, so frames never drift. They
+/// ticker started, or, after a change of its rate, the latest frame's
+/// timestamp then (see ``setRate(_:)``), so frames never drift. They
 /// never come early either: one absolute deadline of the loop's timerfd,
 /// with no tolerance, drives them. When the loop wakes late, the action gets
 /// the latest grid point that has passed; when an action runs past the next

@@ -25,19 +25,15 @@ public final class PerformRequest: Sendable, Hashable {
     let timer: LoopTimer<MonotonicClock>
     let outcome: PerformOutcome
     private let loop: TimerLoop
-    /// The target, held weakly, and where it was when the request was made.
-    let target: WeakReference<any AnyObject & Sendable>?
+    /// The target's address, under which the loop's registry keeps the
+    /// request (nil for a request with no target).
     private let targetKey: ObjectIdentifier?
 
-    init(
-        timer: LoopTimer<MonotonicClock>, outcome: PerformOutcome, loop: TimerLoop,
-        target: WeakReference<any AnyObject & Sendable>?
-    ) {
+    init(timer: LoopTimer<MonotonicClock>, outcome: PerformOutcome, loop: TimerLoop, targetKey: ObjectIdentifier?) {
         self.timer = timer
         self.outcome = outcome
         self.loop = loop
-        self.target = target
-        self.targetKey = target?.object.map { ObjectIdentifier($0) }
+        self.targetKey = targetKey
     }
 
     /// Whether the action has yet to run (and was not cancelled): false from
@@ -100,40 +96,48 @@ final class PerformOutcome: Sendable {
     }
 }
 
-/// A loop's pending perform requests, by where their target was.
+/// A loop's pending perform requests, by their target's address.
 ///
-/// An address can be reused once its object is gone, so a request belongs to
-/// an object only while its weak reference still leads to that same object;
-/// requests whose target died are dropped whenever their address is looked at.
+/// Each address's entry holds its object unowned, which keeps the object's
+/// memory (not the object: it is not kept alive, and its `deinit` runs as
+/// ever) until the last request registered there leaves. So no other object
+/// takes the address while requests are registered under it, and every
+/// request at an address is for the object there: also in its `deinit`,
+/// where weak references to it read nil already.
 struct PerformRegistry {
-    private var byTarget: [ObjectIdentifier: Set<PerformRequest>] = [:]
+    private struct Entry {
+        unowned let target: AnyObject
+        var requests: Set<PerformRequest>
+    }
 
-    mutating func insert(_ request: PerformRequest, target: ObjectIdentifier) {
-        byTarget[target, default: []].insert(request)
+    private var byTarget: [ObjectIdentifier: Entry] = [:]
+
+    mutating func insert(_ request: PerformRequest, target: AnyObject) {
+        let key = ObjectIdentifier(target)
+        if byTarget[key] == nil {
+            byTarget[key] = Entry(target: target, requests: [request])
+        } else {
+            byTarget[key]!.requests.insert(request)
+        }
     }
 
     mutating func remove(_ request: PerformRequest, target: ObjectIdentifier) {
-        byTarget[target]?.remove(request)
-        if byTarget[target]?.isEmpty == true { byTarget[target] = nil }
+        byTarget[target]?.requests.remove(request)
+        if byTarget[target]?.requests.isEmpty == true { byTarget[target] = nil }
     }
 
-    /// Removes every request at `target`'s address: those for `target`, and
-    /// those for a dead object that lived there before.
-    mutating func removeAll(at target: AnyObject) -> (mine: [PerformRequest], dead: [PerformRequest]) {
-        let requests = byTarget.removeValue(forKey: ObjectIdentifier(target)) ?? []
-        var mine: [PerformRequest] = []
-        var dead: [PerformRequest] = []
-        for request in requests {
-            if request.target?.object === target { mine.append(request) } else { dead.append(request) }
-        }
-        return (mine, dead)
+    /// Removes every request for `target`.
+    mutating func removeAll(for target: AnyObject) -> Set<PerformRequest> {
+        byTarget.removeValue(forKey: ObjectIdentifier(target))?.requests ?? []
     }
 
-    /// How many requests are registered and pending for `target` itself
-    /// (one whose action has started leaves the registry just after).
+    /// Whether no request is registered.
+    var isEmpty: Bool { byTarget.isEmpty }
+
+    /// How many requests are registered and pending for `target` (one whose
+    /// action has started leaves the registry just after).
     func count(for target: AnyObject) -> Int {
-        byTarget[ObjectIdentifier(target)]?.count { $0.target?.object === target && $0.isPending }
-            ?? 0
+        byTarget[ObjectIdentifier(target)]?.requests.count { $0.isPending } ?? 0
     }
 }
 
@@ -141,7 +145,10 @@ extension TimerLoop {
     /// Runs `action` with `target` after `delay`, on the loop's thread, while
     /// the loop runs in `mode` (or one of the common modes, for
     /// ``LoopMode/common``). The target is held weakly: if it is gone by then,
-    /// nothing runs. It must be `Sendable`, since `action` uses it on the
+    /// nothing runs. (Until the request ends, the loop keeps a gone target's
+    /// memory, not the object, whose `deinit` has run: no other object takes
+    /// its address, so no request of its is ever counted or cancelled for
+    /// another.) It must be `Sendable`, since `action` uses it on the
     /// loop's thread. A ``cancelPerformRequests(target:)`` on another thread
     /// that comes while this call runs may cancel the request it returns.
     ///
@@ -167,12 +174,9 @@ extension TimerLoop {
             box.request?.forget()
             if let target = reference.object { action(target) }
         }
-        let key = ObjectIdentifier(target)
-        let request = PerformRequest(
-            timer: timer, outcome: outcome, loop: self,
-            target: WeakReference<any AnyObject & Sendable>(target))
+        let request = PerformRequest(timer: timer, outcome: outcome, loop: self, targetKey: ObjectIdentifier(target))
         box.request = request
-        performRegistry.withLock { $0.insert(request, target: key) }
+        performRegistry.withLock { $0.insert(request, target: target) }
         do {
             try add(timer, forMode: mode)
         } catch .invalidated {
@@ -209,21 +213,19 @@ extension TimerLoop {
             action()
         }
         try add(timer, forMode: mode)
-        return PerformRequest(timer: timer, outcome: outcome, loop: self, target: nil)
+        return PerformRequest(timer: timer, outcome: outcome, loop: self, targetKey: nil)
     }
 
     /// Cancels every pending request made with ``perform(after:in:target:_:)``
-    /// for `target`, like `cancelPreviousPerformRequestsWithTarget:`. A
-    /// request whose action has started on the loop's thread is not pending:
-    /// it is neither stopped nor counted.
+    /// for `target`, like `cancelPreviousPerformRequestsWithTarget:`, also
+    /// from the target's `deinit`. A request whose action has started on
+    /// the loop's thread is not pending: it is neither stopped nor counted.
     ///
     /// - Returns: how many requests were cancelled: none of them runs.
     @discardableResult
     public func cancelPerformRequests(target: AnyObject) -> Int {
-        let (mine, dead) = performRegistry.withLock { $0.removeAll(at: target) }
-        // A dead target's requests would do nothing: let them go too.
-        for request in dead { _ = request.end() }
-        return mine.count { $0.end() }
+        let requests = performRegistry.withLock { $0.removeAll(for: target) }
+        return requests.count { $0.end() }
     }
 
     /// How many requests are pending for `target`.

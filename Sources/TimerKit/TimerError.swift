@@ -59,7 +59,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// second, a minimum no higher than its maximum, and a preferred rate
     /// (if any) between them.
     case invalidFrameRate(FrameRateRange)
-    /// A frame-rate monitor needs a positive frame interval and window.
+    /// A frame-rate monitor needs a frame interval and a window from 1 ns
+    /// to `Int64.max` nanoseconds (about 292 years).
     case invalidMonitorSetting(Duration)
     /// A ``QueueTimer`` was resumed more often than it was suspended.
     case unbalancedResume
@@ -128,7 +129,7 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidFrameRate(let range):
             "not a frame rate range: \(range) (rates are in [1e-6, 1e9] frames per second, minimum <= preferred <= maximum)"
         case .invalidMonitorSetting(let value):
-            "a frame-rate monitor needs a positive frame interval and window, not \(value)"
+            "a frame-rate monitor needs a frame interval and window from 1 ns to Int64.max ns (about 292 years), not \(value)"
         case .unbalancedResume:
             "the queue timer was resumed without a matching suspend"
         case .cancelled:

@@ -36,6 +36,21 @@ struct FrameRateMonitorTests {
         #expect(summary.elapsed == .milliseconds(2500))
     }
 
+    @Test("the documented reading: 60 Hz with one frame of 25 ms")
+    func documentedReading() throws {
+        // The docs' example: at 60 Hz one dropped frame takes 1.5 intervals
+        // at least (25 ms), which p99 of a second's frames shows, and whose
+        // 8.3 ms beyond the interval grade as a warning.
+        var monitor = try FrameRateMonitor(frameInterval: .seconds(1) / 60)
+        var time = Duration.zero
+        var reading: FrameRateMonitor.Reading?
+        for frame in 0...60 {
+            if frame > 0 { time += frame == 30 ? .milliseconds(25) : .seconds(1) / 60 }
+            reading = monitor.record(MonotonicClock.Instant(offset: time)) ?? reading
+        }
+        #expect(reading?.description == "59.5 fps, p99 25.0 ms, 1 dropped, hitch 8.3 ms/s (warning)")
+    }
+
     @Test("a hitch: dropped frames, hitch time per second, grade and percentiles")
     func hitch() throws {
         var monitor = try FrameRateMonitor(frameInterval: .milliseconds(10))

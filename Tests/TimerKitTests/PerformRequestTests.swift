@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-import TimerKit
+@testable import TimerKit
 
 // Delayed performs: TimerLoop.perform(after:in:target:_:) and perform(after:in:_:),
 // cancellation by token and by target, weak targets.
@@ -139,22 +139,89 @@ struct PerformRequestTests {
     @Test("requests of a dead target are not counted for a new object at the same address")
     func deadTargetIsNotConfusedWithNewObject() throws {
         let loop = try TimerLoop.manual()
-        // A new object usually takes the address of one just freed; try until it does.
+        // A new object usually takes the address of one just freed: seen
+        // here first with no request, or the check below would be empty.
+        var reused = false
+        for _ in 0..<100 where !reused {
+            var freed: Watched? = Watched()
+            let freedIdentifier = ObjectIdentifier(freed!)
+            freed = nil
+            reused = ObjectIdentifier(Watched()) == freedIdentifier
+        }
+        try #require(reused, "no new object took the address of one just freed in 100 tries: nothing to check")
+        // While a request for a dead object is pending, no new object takes
+        // its address, so none is counted or cancelled for a new one.
         for _ in 0..<100 {
             var dead: Watched? = Watched()
             let deadIdentifier = ObjectIdentifier(dead!)
             try loop.perform(after: .seconds(1), target: dead!) { _ in }
             dead = nil
             let newcomer = Watched()
-            if ObjectIdentifier(newcomer) == deadIdentifier {
-                #expect(loop.pendingPerformRequests(target: newcomer) == 0,
-                        "a request made for a dead object is counted for a new one")
-                #expect(loop.cancelPerformRequests(target: newcomer) == 0)
-                return
-            }
+            #expect(ObjectIdentifier(newcomer) != deadIdentifier, "a new object took a pending request's target's address")
+            #expect(loop.pendingPerformRequests(target: newcomer) == 0)
+            #expect(loop.cancelPerformRequests(target: newcomer) == 0)
             try loop.advance(by: .seconds(1))
         }
-        Issue.record("no new object took the address of one just freed in 100 tries: nothing was checked")
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("from the target's deinit, its requests are counted and cancelled")
+    func cancelFromDeinit() throws {
+        final class Hint: Sendable {
+            let loop: TimerLoop
+            let counts: Locked<[Int]>
+            init(loop: TimerLoop, counts: Locked<[Int]>) {
+                self.loop = loop
+                self.counts = counts
+            }
+            deinit {
+                let pending = loop.pendingPerformRequests(target: self)
+                let cancelled = loop.cancelPerformRequests(target: self)
+                counts.withLock { $0 = [pending, cancelled, loop.pendingPerformRequests(target: self)] }
+            }
+        }
+        let loop = try TimerLoop.manual()
+        let counts = Locked<[Int]>([])
+        let ran = Locked(0)
+        var hint: Hint? = Hint(loop: loop, counts: counts)
+        var requests: [PerformRequest] = []
+        for second in 1...3 {
+            requests.append(try loop.perform(after: .seconds(second), target: hint!) { _ in ran.withLock { $0 += 1 } })
+        }
+        try loop.advance(by: .seconds(1))
+        #expect(ran.value == 1)
+        hint = nil
+        #expect(counts.value == [2, 2, 0])
+        #expect(requests.map(\.isPending) == [false, false, false])
+        try loop.advance(by: .seconds(5))
+        #expect(ran.value == 1)
+        #expect(loop.statistics.pending == 0)
+    }
+
+    @Test("a request made from its target's deinit runs nothing and leaves the registry")
+    func performFromDeinit() throws {
+        final class Leaving: Sendable {
+            let loop: TimerLoop
+            let made: Locked<PerformRequest?>
+            init(loop: TimerLoop, made: Locked<PerformRequest?>) {
+                self.loop = loop
+                self.made = made
+            }
+            deinit {
+                let request = try? loop.perform(after: .seconds(1), target: self) { _ in }
+                made.withLock { $0 = request }
+            }
+        }
+        let loop = try TimerLoop.manual()
+        let made = Locked<PerformRequest?>(nil)
+        _ = Leaving(loop: loop, made: made)
+        let request = try #require(made.value)
+        #expect(request.isPending)
+        #expect(loop.performRegistry.withLock { $0.isEmpty } == false)
+        try loop.advance(by: .seconds(2))
+        #expect(!request.isPending)
+        #expect(loop.performRegistry.withLock { $0.isEmpty })
+        #expect(loop.statistics.pending == 0)
     }
 
     @Test("a cancel by target and the action's start never both win")
