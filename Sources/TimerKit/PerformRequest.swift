@@ -58,6 +58,7 @@ public final class PerformRequest: Sendable, Hashable {
 
     /// Removes the request from its loop's registry.
     func forget() {
+        guard let targetKey else { return }
         loop.performRegistry.withLock { $0.remove(self, target: targetKey) }
     }
 
@@ -95,9 +96,7 @@ final class PerformOutcome: Sendable {
     }
 }
 
-/// A loop's pending perform requests: those with a target by the target's
-/// address, the others in a set of their own, so that a loop whose thread's
-/// run failed can end them all.
+/// A loop's pending perform requests, by their target's address.
 ///
 /// Each address's entry holds its object unowned, which keeps the object's
 /// memory (not the object: it is not kept alive, and its `deinit` runs as
@@ -112,13 +111,8 @@ struct PerformRegistry {
     }
 
     private var byTarget: [ObjectIdentifier: Entry] = [:]
-    private var withoutTarget: Set<PerformRequest> = []
 
-    mutating func insert(_ request: PerformRequest, target: AnyObject?) {
-        guard let target else {
-            withoutTarget.insert(request)
-            return
-        }
+    mutating func insert(_ request: PerformRequest, target: AnyObject) {
         let key = ObjectIdentifier(target)
         if byTarget[key] == nil {
             byTarget[key] = Entry(target: target, requests: [request])
@@ -127,22 +121,9 @@ struct PerformRegistry {
         }
     }
 
-    mutating func remove(_ request: PerformRequest, target: ObjectIdentifier?) {
-        guard let target else {
-            withoutTarget.remove(request)
-            return
-        }
+    mutating func remove(_ request: PerformRequest, target: ObjectIdentifier) {
         byTarget[target]?.requests.remove(request)
         if byTarget[target]?.requests.isEmpty == true { byTarget[target] = nil }
-    }
-
-    /// Removes every request.
-    mutating func removeEverything() -> [PerformRequest] {
-        defer {
-            byTarget = [:]
-            withoutTarget = []
-        }
-        return byTarget.values.flatMap(\.requests) + withoutTarget
     }
 
     /// Removes every request for `target`.
@@ -151,7 +132,7 @@ struct PerformRegistry {
     }
 
     /// Whether no request is registered.
-    var isEmpty: Bool { byTarget.isEmpty && withoutTarget.isEmpty }
+    var isEmpty: Bool { byTarget.isEmpty }
 
     /// How many requests are registered and pending for `target` (one whose
     /// action has started leaves the registry just after).
@@ -195,7 +176,21 @@ extension TimerLoop {
         }
         let request = PerformRequest(timer: timer, outcome: outcome, loop: self, targetKey: ObjectIdentifier(target))
         box.request = request
-        return try schedule(request, target: target, in: mode)
+        performRegistry.withLock { $0.insert(request, target: target) }
+        do {
+            try add(timer, forMode: mode)
+        } catch .invalidated {
+            // A cancelPerformRequests(target:) from another thread took the
+            // request between its registration and this add, and counted
+            // it: it is returned cancelled, as if the cancel came after.
+        } catch {
+            // Unless a cancelPerformRequests(target:) took and counted it
+            // first (then, as above), the request is given up.
+            guard request.outcome.cancel() else { return request }
+            request.forget()
+            throw error
+        }
+        return request
     }
 
     /// Runs `action` after `delay` on the loop's thread, while the loop runs
@@ -211,47 +206,14 @@ extension TimerLoop {
         in mode: LoopMode = .default,
         _ action: @escaping @Sendable () -> Void
     ) throws(TimerError) -> PerformRequest {
-        let box = RequestBox()
         let outcome = PerformOutcome()
         let timer = try LoopTimer(after: delay) { timer, _ in
             guard outcome.start() else { return }
             timer.invalidate()
-            box.request?.forget()
             action()
         }
-        let request = PerformRequest(timer: timer, outcome: outcome, loop: self, targetKey: nil)
-        box.request = request
-        return try schedule(request, target: nil, in: mode)
-    }
-
-    /// Registers `request` (for `target`, if it has one), then adds its
-    /// timer to the loop in `mode`.
-    private func schedule(_ request: PerformRequest, target: AnyObject?, in mode: LoopMode) throws(TimerError)
-        -> PerformRequest
-    {
-        performRegistry.withLock { $0.insert(request, target: target) }
-        do {
-            try add(request.timer, forMode: mode)
-        } catch .invalidated {
-            // A cancelPerformRequests(target:) from another thread, or the
-            // failure of the loop's thread, took the request between its
-            // registration and this add, and ended it: it is returned
-            // cancelled, as if that came after.
-        } catch {
-            // Unless something took and ended it first (then, as above),
-            // the request is given up.
-            guard request.outcome.cancel() else { return request }
-            request.forget()
-            throw error
-        }
-        return request
-    }
-
-    /// Ends every pending request (the run of the loop's thread failed:
-    /// none would ever run).
-    func endPerformRequests() {
-        let requests = performRegistry.withLock { $0.removeEverything() }
-        for request in requests { _ = request.end() }
+        try add(timer, forMode: mode)
+        return PerformRequest(timer: timer, outcome: outcome, loop: self, targetKey: nil)
     }
 
     /// Cancels every pending request made with ``perform(after:in:target:_:)``

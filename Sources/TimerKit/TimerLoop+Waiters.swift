@@ -27,8 +27,7 @@ extension TimerLoop {
     ///
     /// Once set, every sleep and tick that was waiting on the loop has failed
     /// with it, and every later one fails with it at once, as does adding a
-    /// timer to the loop; every pending perform request
-    /// (``perform(after:in:_:)``) was cancelled. (A loop whose thread was only stopped has no
+    /// timer to the loop. (A loop whose thread was only stopped has no
     /// failure: it serves timers, sleeps and ticks again once run again.)
     public var failure: TimerError? {
         waiters.withLock { $0.failure }
@@ -66,6 +65,5 @@ extension TimerLoop {
             return state.waiting.values.compactMap(\.waiter)
         }
         for waiter in waiting { waiter.loopFailed(error) }
-        endPerformRequests()
     }
 }

@@ -208,30 +208,6 @@ struct LoopFailureTests {
         await #expect(throws: expected) { _ = try await later.next() }
     }
 
-    @Test("perform requests pending on it are cancelled, and their targets let go")
-    func performRequestsEnd() throws {
-        let (run, loop) = try FailingRun.startLoop(failingWith: ENOMEM)
-        defer { loop.stop() }
-        let ran = Locked(0)
-        var target: Watched? = Watched()
-        let requests = [
-            try loop.perform(after: .seconds(3600), target: target!) { _ in ran.withLock { $0 += 1 } },
-            try loop.perform(after: .seconds(3600)) { ran.withLock { $0 += 1 } },
-        ]
-        #expect(waitUntil { loop.statistics.pending == 2 })
-        run.fail(loop)
-        #expect(waitUntil { loop.failure != nil })
-        #expect(requests.map(\.isPending) == [false, false])
-        #expect(loop.performRegistry.withLock { $0.isEmpty })
-        #expect(loop.pendingPerformRequests(target: target!) == 0)
-        #expect(loop.cancelPerformRequests(target: target!) == 0)
-        target = nil
-        #expect(ran.value == 0)
-        // A later one fails with the run's error.
-        #expect(throws: run.error) { try loop.perform(after: .seconds(1)) {} }
-        #expect(loop.performRegistry.withLock { $0.isEmpty })
-    }
-
     @Test("a real tk_loop_run that fails (the loop is busy on another thread) ends the waits")
     func realRunFails() async throws {
         let loop = try TimerLoop()
