@@ -89,7 +89,7 @@ check "a crash of a test program is not a SwiftPM tool's crash" \
 check "a log with no crash report is not a crash" eval '! swiftpm_tool_crashed "$WORK/clean.log"'
 
 cat "$WORK/tool.log" "$WORK/test-program.log" >"$WORK/tool-then-test.log"
-check "the last crash report counts: the tool's, then a test program's" \
+check "the tool's crash, then a test program's, is not the tool's crash alone" \
     eval '! swiftpm_tool_crashed "$WORK/tool-then-test.log"'
 cat "$WORK/test-program.log" "$WORK/tool.log" >"$WORK/test-then-tool.log"
 check "a test program's crash, then the tool's, is not the tool's crash alone" \

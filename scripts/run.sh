@@ -21,7 +21,10 @@
 #   scripts/run.sh --quick    the example, then short benchmark runs
 #
 # C binaries go to build/release/, the Swift ones to .build/release/ and
-# Benchmarks/.build/release/; the charts to build/charts/.
+# Benchmarks/.build/release/; the charts to build/charts/; each Swift build's
+# output also to build/logs/run-build-PRODUCT.log. A Swift build whose
+# SwiftPM tool itself crashes is run again (scripts/lib/swiftpm-crash.sh),
+# and named at the end.
 
 set -euo pipefail
 

@@ -14,7 +14,8 @@
 #      its own and status 130 (the end by SIGINT), unless it was started
 #      ignoring SIGINT; SIGINT to a run into a file, or with --json, or
 #      during a frame's work, or to it as a PID namespace's init (status
-#      130 there too), prints the summary so far too; run in the background to its end, it turns
+#      130 there too), prints the summary so far too; a second SIGINT ends
+#      it while it is stuck writing into a full pipe; run in the background to its end, it turns
 #      line wrap back on; on a dumb terminal (TERM=dumb) it writes a line a
 #      second, as to a file;
 #   2. --json prints one summary object with every field, at the rate given;
@@ -106,7 +107,7 @@ else
 fi
 
 # Started ignoring SIGINT (as a shell starts a background job): Ctrl-C
-# leaves it running, as it left it before it had handlers.
+# leaves it running.
 start sh -c 'trap "" INT; exec "$0" fps --rate 60 --seconds 3' "$TIMERKIT"
 if wait_for '^fps [0-9]' 10; then
     keys C-c
@@ -203,6 +204,29 @@ s = json.loads(open(sys.argv[1]).read())
 sys.exit(0 if s["interrupted"] is True and s["frames"] >= 1 and sys.argv[2] == "130" else 1)' "$WORK/interrupted.json" "$STATUS"
 # 10 s of work against an end at once: far apart, whatever the machine.
 check "... and it ends then, not after the frame's 10 s of work (${WAITED_MS} ms)" test "$WAITED_MS" -lt 5000
+# A second SIGINT ends it at once, also while it is stuck writing its
+# summary into a pipe that is full, which nobody reads (the FIFO is open
+# for reading here, and filled first).
+mkfifo "$WORK/full.fifo"
+exec 3<>"$WORK/full.fifo"
+head -c 65536 /dev/zero >&3
+env --default-signal=INT "$TIMERKIT" fps --rate 60 --seconds 0.5 --json >&3 2>/dev/null &
+stuck=$!
+sleep 2
+kill -s INT "$stuck" 2>/dev/null || true
+sleep 0.5
+state=$(awk '{ print $3 }' "/proc/$stuck/stat" 2>/dev/null || true)
+check "SIGINT while it is stuck writing its summary: it waits on (state ${state:-gone})" test -n "$state" -a "$state" != Z
+kill -s INT "$stuck" 2>/dev/null || true
+gone=0
+wait_gone "$stuck" && gone=1
+check "... and a second SIGINT ends it at once (state ${STATE:-gone})" test "$gone" -eq 1
+[ "$gone" -eq 1 ] || kill -s KILL "$stuck" 2>/dev/null || true
+STATUS=0
+wait "$stuck" 2>/dev/null || STATUS=$?
+check "... by SIGINT (status $STATUS)" test "$STATUS" -eq 130
+exec 3>&-
+
 # As a PID namespace's init (a container run without an init), where
 # SIGINT's default action ends nothing: it still ends, with status 130.
 AS_INIT=1 interrupt_run "$WORK/as-init.json" --rate 60 --seconds 60 --json

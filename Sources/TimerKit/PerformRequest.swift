@@ -148,7 +148,9 @@ extension TimerLoop {
     /// nothing runs. (Until the request ends, the loop keeps a gone target's
     /// memory, not the object, whose `deinit` has run: no other object takes
     /// its address, so no request of its is ever counted or cancelled for
-    /// another.) It must be `Sendable`, since `action` uses it on the
+    /// another. A request on a loop that nobody runs again ends only when
+    /// cancelled, as any timer there stays.) It must be `Sendable`, since
+    /// `action` uses it on the
     /// loop's thread. A ``cancelPerformRequests(target:)`` on another thread
     /// that comes while this call runs may cancel the request it returns.
     ///

@@ -27,7 +27,7 @@ enum FpsCommand: Subcommand {
           --json prints one summary object at the end (its measured fields null when
           fewer than two frames came). Ctrl-C ends the run early: the summary so far is
           printed ("interrupted: ...", or "interrupted": true), then the program ends
-          by SIGINT.
+          by SIGINT; a second Ctrl-C ends it at once.
 
         """
 

@@ -13,7 +13,9 @@ import TimerKit
 /// which `TimerLoop.stop()` allows from any thread. An open `Terminal`
 /// hands `SIGINT` on here while one is being watched (``deliver()``).
 /// A process started ignoring `SIGINT` (as a shell starts a background job)
-/// is left so: Ctrl-C does nothing there, as before.
+/// is left so: Ctrl-C does nothing there. A second `SIGINT` while the first
+/// is being handled ends the process at once, as the signal's default
+/// action does (the command may be stuck, writing to a pipe nobody reads).
 final class Interrupt {
     /// The pipe's write end while a loop is watched, -1 otherwise: what the
     /// handler reads (a lock-free atomic).
@@ -98,11 +100,13 @@ final class Interrupt {
 
     /// Passes a `SIGINT` on to the loop being watched, from a signal
     /// handler: returns whether one was (if not, the signal should do what
-    /// it would have done).
+    /// it would have done). Only the first is: a second one, the command
+    /// not done yet (stuck, say, writing its summary to a pipe nobody
+    /// reads), is not.
     static func deliver() -> Bool {
         let end = writeEnd.load(ordering: .sequentiallyConsistent)
         guard end >= 0 else { return false }
-        requestedFlag.store(true, ordering: .sequentiallyConsistent)
+        guard !requestedFlag.exchange(true, ordering: .sequentiallyConsistent) else { return false }
         var byte: UInt8 = 1
         _ = write(end, &byte, 1)
         return true

@@ -1,7 +1,7 @@
 # Running a SwiftPM command (swift build, swift test, swift package) and
 # running it again when the SwiftPM tool itself crashed. The toolchain's
-# swift-package now and then dies of a SIGSEGV in its own libdispatch
-# (seen in `swift package benchmark list` after a successful build). That is
+# swift-package can die of a SIGSEGV in its own libdispatch (in `swift
+# package benchmark list`, say, after a successful build). That is
 # a fault of the toolchain, not of this package's code, and a second run of
 # the same command does not meet it. A crash of anything the tool starts (a
 # test program, a benchmark, a compiler) is not the tool's own crash: its
