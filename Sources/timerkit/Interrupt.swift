@@ -26,8 +26,9 @@ final class Interrupt {
     /// Whether Ctrl-C asked the command to finish early.
     static var requested: Bool { requestedFlag.load(ordering: .sequentiallyConsistent) }
 
-    /// The action `SIGINT` had before `watch`, put back by `stopWatching`;
-    /// nil when it was not changed (the process ignores `SIGINT`).
+    /// The action `SIGINT` had before ``init(stopping:)``, put back by
+    /// ``stopWatching()``; nil when it was not changed (the process ignores
+    /// `SIGINT`).
     private var previous: sigaction?
 
     /// Starts watching for Ctrl-C: from now on `SIGINT` stops `loop` (or the
@@ -38,11 +39,7 @@ final class Interrupt {
     init(stopping loop: TimerLoop) throws(SystemError) {
         var current = sigaction()
         _ = try SystemError.posix(sigaction(SIGINT, nil, &current), "sigaction")
-        if let handler = current.__sigaction_handler.sa_handler,
-            unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
-        {
-            return
-        }
+        if current.ignoresSignal { return }
         var ends: [Int32] = [-1, -1]
         _ = try SystemError.posix(pipe(&ends), "pipe")
         let (readEnd, writeEnd) = (ends[0], ends[1])

@@ -413,7 +413,7 @@ private struct TerminalSettings {
         handlerAction = action
         previousActions = handledSignals.map { signal in
             var previous = sigaction()
-            guard sigaction(signal, nil, &previous) == 0, !isIgnored(previous) else { return nil }
+            guard sigaction(signal, nil, &previous) == 0, !previous.ignoresSignal else { return nil }
             sigaction(signal, &handlerAction, nil)
             return previous
         }
@@ -429,10 +429,6 @@ private struct TerminalSettings {
         installed = false
     }
 
-    private static func isIgnored(_ action: sigaction) -> Bool {
-        guard let handler = action.__sigaction_handler.sa_handler else { return false }  // SIG_DFL
-        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
-    }
 
     /// Runs `body` on the calling thread (the demo's main thread, its only
     /// one) with the handled signals blocked, so that no handler interrupts
@@ -543,6 +539,16 @@ private struct TerminalSettings {
 
     private static func write(_ text: StaticString) {
         _ = Glibc.write(1, text.utf8Start, text.utf8CodeUnitCount)
+    }
+}
+
+extension sigaction {
+    /// Whether the action is to ignore the signal (`SIG_IGN`), as a shell
+    /// starts a background job with `SIGINT` and `SIGQUIT`, and nohup
+    /// `SIGHUP`.
+    var ignoresSignal: Bool {
+        guard let handler = __sigaction_handler.sa_handler else { return false }  // SIG_DFL
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 }
 

@@ -265,12 +265,15 @@ struct CooldownsTests {
 
     /// Cooldowns on `bootID`, its loop's boot clock at `boot`, with a
     /// trusted clock synced to `serverTime` there.
-    func syncedProcess(boot: Duration, bootID: String, serverTime: Duration, path: String) throws
+    func syncedProcess(boot: Duration, bootID: String, serverTime: Duration?, path: String) throws
         -> (TimerLoop, Cooldowns)
     {
         let loop = try TimerLoop.manual(startingAt: boot)
         let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: bootID))
-        try clock.sync(with: TimeSample(serverTime: serverTime, sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        // No server time: a trusted clock not synced yet.
+        if let serverTime {
+            try clock.sync(with: TimeSample(serverTime: serverTime, sentAt: loop.now(.boot), receivedAt: loop.now(.boot)))
+        }
         return (loop, Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock))
     }
 
@@ -610,9 +613,7 @@ struct CooldownsTests {
         try first.cooldown(key: "code", duration: .seconds(300))
         try first.cooldown(key: "short", duration: .seconds(10))
         // The same boot, 20 s later ("short" has ended), the clock not synced yet.
-        let loop = try TimerLoop.manual(startingAt: .seconds(5_020))
-        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
-        let second = Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock)
+        let (_, second) = try syncedProcess(boot: .seconds(5_020), bootID: "boot-a", serverTime: nil, path: path)
         #expect(second.remaining(key: "code") == .seconds(280))
         #expect(try second.restore() == .sameBoot(restored: 0))
         // A reboot, 290 s of server time after the start: 10 s left.

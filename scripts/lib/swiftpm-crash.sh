@@ -57,26 +57,19 @@ swiftpm_run() {
     # A pipeline's status is its first command's failure, whatever the caller set.
     local -
     set -o pipefail
-    local hide=0 log run
+    # What is shown: every line, or all but the started lines.
+    local shown='' log run
     if [ "$1" = --hide-started ]; then
-        hide=1
+        shown='/^◇ /d'
         shift
     fi
     log=$1
     shift
     for run in 1 2 3; do
-        if [ "$hide" -eq 1 ]; then
-            if env SWIFT_BACKTRACE="$SWIFTPM_BACKTRACE" "$@" 2>&1 | tee "$log" | sed -u '/^◇ /d'; then
-                SWIFTPM_STATUS=0
-            else
-                SWIFTPM_STATUS=${PIPESTATUS[0]}
-            fi
+        if env SWIFT_BACKTRACE="$SWIFTPM_BACKTRACE" "$@" 2>&1 | tee "$log" | sed -u "$shown"; then
+            SWIFTPM_STATUS=0
         else
-            if env SWIFT_BACKTRACE="$SWIFTPM_BACKTRACE" "$@" 2>&1 | tee "$log"; then
-                SWIFTPM_STATUS=0
-            else
-                SWIFTPM_STATUS=${PIPESTATUS[0]}
-            fi
+            SWIFTPM_STATUS=${PIPESTATUS[0]}
         fi
         if [ "$SWIFTPM_STATUS" -le 128 ] || [ "$run" -eq 3 ] || ! swiftpm_tool_crashed "$log"; then
             return 0
