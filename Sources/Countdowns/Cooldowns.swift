@@ -42,7 +42,9 @@ import TrustedTime
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
 /// and the cooldown was saved with its end in server time (the clock was
-/// synced when it was saved), it ends at that end in server time. Otherwise
+/// synced when it was saved, or the cooldown was restored from a file that
+/// held that end: a save before the clock syncs keeps it), it ends at that
+/// end in server time. Otherwise
 /// it resumes with the time it had left when it was saved: it may end later
 /// than it should, never earlier. Either way it has at most the time it had
 /// left when saved: server time that reads earlier than at the save (a
@@ -368,14 +370,17 @@ public final class Cooldowns: Sendable {
         // The cancels not saved yet, taken with the running cooldowns: the
         // file written holds what each of them left (nothing for the key,
         // or a cooldown started for it since).
+        // Each with its server-time end: read now if the trusted clock is
+        // synced, else the one the file gave it, if it was restored, so that
+        // a save before the clock syncs does not lose it.
         let (running, cancels) = self.running.withLock { running in
-            (running.dropEnded(center), running.unsavedCancels)
+            (running.dropEnded(center).map { ($0, running.serverEnd(of: $0)) }, running.unsavedCancels)
         }
         guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
-        let entries = running.sorted { CooldownKey.precedes($0.key, $1.key) }.map { cooldown in
+        let entries = running.sorted { CooldownKey.precedes($0.0.key, $1.0.key) }.map { cooldown, restoredServerEnd in
             CooldownStateFile.Entry(
                 key: cooldown.key, end: cooldown.end, duration: cooldown.duration,
-                trustedEnd: serverTime(atBoot: cooldown.end))
+                trustedEnd: serverTime(atBoot: cooldown.end) ?? restoredServerEnd)
         }
         let bytes = CooldownStateFile.encode(
             CooldownStateFile.Contents(bootID: bootID, savedAt: now, entries: entries))
@@ -462,7 +467,7 @@ public final class Cooldowns: Sendable {
                 if running.withLock({ $0.isCancelUnsaved(CooldownKey(entry.key)) }) { cancelled += 1 }
                 continue
             }
-            switch resume(key: entry.key, end: end, duration: entry.duration) {
+            switch resume(key: entry.key, end: end, duration: entry.duration, serverEnd: entry.trustedEnd) {
             case .resumed: restored += 1
             case .runsLonger: break
             case .cancelled: cancelled += 1
@@ -471,10 +476,8 @@ public final class Cooldowns: Sendable {
         fileRead = true
         // Saved without them, so that a restart, or a reboot, which can only
         // count from the time each had left when saved, does not bring them
-        // back. (Only then: a save while the trusted clock is not synced
-        // yet, as it often is in a new process, would drop the server-time
-        // ends of the others.) If this save fails, they stay cancelled here,
-        // and the next save drops them.
+        // back. (Only then: otherwise the file holds what runs.) If this
+        // save fails, they stay cancelled here, and the next save drops them.
         if cancelled > 0 { try? write() }
         return .sameBoot(restored: restored)
     }
@@ -504,7 +507,7 @@ public final class Cooldowns: Sendable {
                 (fromServerTime, left) = (false, leftWhenSaved)
             }
             guard left > .zero else { continue }
-            switch resume(key: entry.key, end: now + left, duration: entry.duration) {
+            switch resume(key: entry.key, end: now + left, duration: entry.duration, serverEnd: entry.trustedEnd) {
             case .resumed:
                 if fromServerTime { fromServer += 1 } else { fromTimeLeft += 1 }
             case .runsLonger: break
@@ -522,7 +525,7 @@ public final class Cooldowns: Sendable {
         min(end, BootClock.Instant(offset: .nanoseconds(Int64.max)))
     }
 
-    /// What ``resume(key:end:duration:)`` did with a cooldown of the file.
+    /// What ``resume(key:end:duration:serverEnd:)`` did with a cooldown of the file.
     private enum Resumed {
         /// It runs, as a new cooldown or moved to its later end.
         case resumed
@@ -535,8 +538,10 @@ public final class Cooldowns: Sendable {
     /// Runs a restored cooldown, unless its key was cancelled since the
     /// last save, or one for the key ends as late already. One that ends
     /// earlier is moved to the later end in place: the same countdown, whose
-    /// observations go on and hear its end there.
-    private func resume(key: String, end: BootClock.Instant, duration: Duration) -> Resumed {
+    /// observations go on and hear its end there. The cooldown run keeps
+    /// `serverEnd`, the server-time end the file gave it, for saves made
+    /// while the trusted clock is not synced.
+    private func resume(key: String, end: BootClock.Instant, duration: Duration, serverEnd: Duration?) -> Resumed {
         let end = Self.withinRange(end)
         let key = CooldownKey(key)
         return running.withLock { running in
@@ -548,12 +553,14 @@ public final class Cooldowns: Sendable {
                 if center.moveEnd(of: current.countdown, to: end) {
                     running.cooldowns[key] = Cooldown(
                         key: key.string, countdown: current.countdown, duration: duration, end: end)
+                    running.noteServerEnd(serverEnd, of: key, endingAt: end)
                     return .resumed
                 }
                 // It ended meanwhile (on the loop's thread): a new one.
             }
             running.cooldowns[key] = Cooldown(
                 key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
+            running.noteServerEnd(serverEnd, of: key, endingAt: end)
             return .resumed
         }
     }

@@ -1,3 +1,5 @@
+import TimerKit
+
 /// The running cooldowns of a ``Cooldowns``, and its cancels that the file
 /// may not know of yet: one lock for both, so that a cancel, a restore
 /// resuming the same key, and a save taking what to write see each other
@@ -11,6 +13,12 @@ struct RunningCooldowns {
     /// cooldowns it wrote, unless the key was cancelled again meanwhile.
     private(set) var unsavedCancels: [CooldownKey: UInt64] = [:]
     private var cancelsMade: UInt64 = 0
+    /// The server-time end a state file gave a restored cooldown, with the
+    /// end it was restored to: what a save made while the trusted clock is
+    /// not synced writes for that cooldown, which it could not place in
+    /// server time itself. A cooldown of the key with another end (started
+    /// or moved since) has none of it.
+    private var serverEnds: [CooldownKey: (end: BootClock.Instant, serverEnd: Duration)] = [:]
 
     func isCancelUnsaved(_ key: CooldownKey) -> Bool {
         unsavedCancels[key] != nil
@@ -28,10 +36,24 @@ struct RunningCooldowns {
         }
     }
 
+    /// Notes the server-time end a state file gave the cooldown restored
+    /// for `key` to `end` (or that it gave none).
+    mutating func noteServerEnd(_ serverEnd: Duration?, of key: CooldownKey, endingAt end: BootClock.Instant) {
+        serverEnds[key] = serverEnd.map { (end, $0) }
+    }
+
+    /// The server-time end a state file gave `cooldown`, if it is the
+    /// cooldown restored then.
+    func serverEnd(of cooldown: Cooldowns.Cooldown) -> Duration? {
+        guard let noted = serverEnds[CooldownKey(cooldown.key)], noted.end == cooldown.end else { return nil }
+        return noted.serverEnd
+    }
+
     /// Drops the cooldowns whose countdowns `center` no longer holds, and
     /// returns the others.
     mutating func dropEnded(_ center: CountdownCenter) -> [Cooldowns.Cooldown] {
         cooldowns = cooldowns.filter { center.contains($0.value.countdown) }
+        if !serverEnds.isEmpty { serverEnds = serverEnds.filter { cooldowns[$0.key] != nil } }
         return Array(cooldowns.values)
     }
 }

@@ -623,6 +623,56 @@ struct CooldownsTests {
         #expect(third.remaining(key: "code") == .seconds(10))
     }
 
+    @Test("a save made while the trusted clock is not synced keeps the server-time ends the file gave: a second reboot still counts from server time")
+    func unsyncedSavesKeepServerTimeEnds() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))  // ends at server time 1_767_000_300
+        try loop.advance(by: .seconds(100))
+        try first.save()
+        // A reboot; the clock is not synced yet. The restore counts from the
+        // time left when saved (200 s) and saves at once on this boot; a new
+        // cooldown and a cancel save the file twice more.
+        let (_, second) = try syncedProcess(boot: .seconds(20), bootID: "boot-b", serverTime: nil, path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(second.remaining(key: "code") == .seconds(200))
+        try second.cooldown(key: "other", duration: .seconds(30))
+        #expect(try second.cancel(key: "other"))
+        // Another reboot, 250 s of server time after the start: the file
+        // still holds the server-time end, so "code" has 50 s left, not the
+        // 200 s the unsynced saves could count.
+        let (_, third) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-c", serverTime: .seconds(1_767_000_250), path: path)
+        #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(third.remaining(key: "code") == .seconds(50))
+        #expect(third.remaining(key: "other") == nil)
+    }
+
+    @Test("a server-time end the file gave stays with its cooldown only: a new cooldown for the key after it ended, saved unsynced, has none")
+    func serverTimeEndDoesNotPassToANewCooldown() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(60))  // ends at server time 1_767_000_060
+        // A reboot, unsynced: restored with 60 s left. It ends; a new
+        // cooldown for the key starts (and is saved) 61 s later.
+        let (loop, second) = try syncedProcess(boot: .seconds(20), bootID: "boot-b", serverTime: nil, path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        try loop.advance(by: .seconds(61))
+        try second.cooldown(key: "code", duration: .seconds(300))
+        try loop.advance(by: .seconds(10))
+        try second.save()
+        // Another reboot, at server time 1_767_000_100: the old end has
+        // passed, but the new cooldown had 290 s left when saved.
+        let (_, third) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-c", serverTime: .seconds(1_767_000_100), path: path)
+        #expect(try third.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(third.remaining(key: "code") == .seconds(290))
+    }
+
     @Test("a cancel of a key that runs nowhere, once the file is read, saves nothing")
     func cancelOfAnUnknownKeySavesNothing() throws {
         let path = temporaryPath("state")
