@@ -11,9 +11,11 @@
 /// 12+L    4    CRC-32 (IEEE 802.3) of every byte before it
 /// ```
 ///
-/// All integers little-endian. Reading checks, in order: the magic (another
-/// kind of file), the header's length, the version (a newer format than
-/// this library reads), the reserved bits, the body length against the
+/// All integers little-endian. The header (the first 12 bytes) is the same
+/// in every format version, its reserved bits 0; what follows it may
+/// change. Reading checks, in order: the magic (another kind of file), the
+/// header's length, the reserved bits, the version (a newer format than
+/// this library reads), the body length against the
 /// kind's maximum, the file's length, and the checksum; only then is the
 /// body given to the kind's decoder.
 package struct StateFile: Sendable {
@@ -67,9 +69,12 @@ package struct StateFile: Sendable {
         let fileVersion = header.uint16()
         let reserved = header.uint16()
         let length = Int(header.uint32())
+        // The header is the same in every version, its reserved bits 0:
+        // checked first, so that a file that only starts with the magic (a
+        // text file, say) is not taken for a newer format's.
+        if reserved != 0 { throw .corrupt("reserved header bits set") }
         if fileVersion > version { throw .newerVersion(fileVersion) }
         if fileVersion == 0 { throw .corrupt("format version 0") }
-        if reserved != 0 { throw .corrupt("reserved header bits set") }
         if length > maximumBodyLength { throw .corrupt("body length \(length) too large") }
         let total = Self.headerSize + length + 4
         if bytes.count < total { throw .truncated }

@@ -387,6 +387,9 @@ struct CooldownsTests {
         var newer = good
         newer[4] = 9
         try expectRefused(newer, .stateFileFromNewerVersion(9))
+        // A text file that starts with the magic: its version field reads
+        // as " n" (0x6E20), but the header's reserved bits are set.
+        try expectRefused(Array("TKCD notes on the codes\n".utf8), .stateFileCorrupt("reserved header bits set"))
         try expectRefused([], .stateFileTruncated)
         // A save writes each key once: a file that repeats one (byte for
         // byte: "é" as U+00E9 and as "e" + U+0301 are two keys) is not one

@@ -340,6 +340,17 @@ struct TrustedClockPersistenceTests {
         try expectRefused(other + [1, 2, 3], .stateFileFromNewerVersion(0x1234))
     }
 
+    @Test("a text file that starts with the magic is corrupt, not from a newer version")
+    func textStartingWithTheMagic() throws {
+        // Its version field reads as " s" (0x7320), its reserved one as "av".
+        try expectRefused(Array("TKTS saved by hand\n".utf8), .stateFileCorrupt("reserved header bits set"))
+        // A newer version keeps the reserved bits 0.
+        var bytes = try validBytes()
+        bytes[4] = 2
+        bytes[6] = 1
+        try expectRefused(resealed(bytes), .stateFileCorrupt("reserved header bits set"))
+    }
+
     @Test("corrupt files: flipped bits, trailing bytes, impossible values")
     func corrupt() throws {
         let bytes = try validBytes()
