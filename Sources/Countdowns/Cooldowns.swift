@@ -27,7 +27,9 @@ import TrustedTime
 /// file holds first (as ``restore()`` does, if it was not called), so that
 /// nothing saved is lost and a cooldown the file holds is the one found and
 /// counted; a file that cannot be read is never overwritten, except by
-/// ``replaceStateFile()``.
+/// ``replaceStateFile()``. A save replaces the file with a new one, so a
+/// symbolic link at the path is replaced by the file (the file it led to is
+/// left as it was).
 ///
 /// A file is one `Cooldowns`'s at a time: once read, it is not read again
 /// (unless ``restore()`` is called), and each save writes this
@@ -350,10 +352,16 @@ public final class Cooldowns: Sendable {
 
     /// Saves the running cooldowns over whatever the file holds, readable
     /// or not: the way on after ``restore()`` reported a file that cannot be
-    /// used.
+    /// used. It replaces a regular file or a symbolic link (not the file the
+    /// link leads to), as every save does; something else at the path (a
+    /// FIFO, a device such as `/dev/null`, a socket, a directory) is left as
+    /// it is, and the call throws: remove it first.
     ///
     /// - Throws: ``CountdownError/noStateFile``,
-    ///   ``CountdownError/tooManyCooldowns(_:)``, ``CountdownError/system(_:)``.
+    ///   ``CountdownError/tooManyCooldowns(_:)``, ``CountdownError/system(_:)``
+    ///   (`EINVAL` from `open` for a path that names something other than a
+    ///   regular file, a link or a directory, `EISDIR` for a directory, or
+    ///   the failed call of the write: `open`, `write`, `fsync`, `rename`, ...).
     public func replaceStateFile() throws(CountdownError) {
         guard file != nil else { throw .noStateFile }
         try withFile { (fileRead: inout Bool) throws(CountdownError) in

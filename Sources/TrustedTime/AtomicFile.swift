@@ -89,8 +89,10 @@ package enum AtomicFile {
     ///
     /// - Throws: the failed call (`open`, `fstat`, `fchmod`, `write`,
     ///   `fsync`, `close`, `rename`; from `open`, `Errno/invalidArgument`
-    ///   for a path holding a NUL, `Errno/noSuchFileOrDirectory` for an
-    ///   empty one and `Errno/isDirectory` for one whose last part is
+    ///   for a path holding a NUL or naming something other than a regular
+    ///   file, a symbolic link or a directory (a device, a FIFO, a socket),
+    ///   `Errno/noSuchFileOrDirectory` for an empty one and
+    ///   `Errno/isDirectory` for a directory or a path whose last part is
     ///   empty (it ends in "/"), "." or "..", with no file made); the
     ///   temporary file is removed and `path` is unchanged. Once the rename
     ///   is done the write has succeeded: the directory is then flushed
@@ -113,6 +115,18 @@ package enum AtomicFile {
         let name = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? []
         guard !name.isEmpty, !name.elementsEqual(".".utf8), !name.elementsEqual("..".utf8) else {
             throw SystemError(errno: .isDirectory, function: "open")
+        }
+        // Only a regular file or a symbolic link is replaced: a rename over
+        // a device, a FIFO or a socket would put a file where the system or
+        // another program has one of those (/dev/null, for a process that
+        // may write in /dev). Refused as `read` refuses them.
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            switch existing.st_mode & S_IFMT {
+            case S_IFREG, S_IFLNK: break
+            case S_IFDIR: throw SystemError(errno: .isDirectory, function: "open")
+            default: throw SystemError(errno: .invalidArgument, function: "open")
+            }
         }
         let temporary = temporaryPath(for: path)
         let fd = try retrying { () throws(SystemError) in

@@ -207,14 +207,57 @@ struct CooldownsTests {
         let notRegular = CountdownError.system(SystemError(errno: .invalidArgument, function: "open"))
         // Opening it used to block for good.
         #expect(throws: notRegular) { try cooldowns.restore() }
-        // A save keeps a file it cannot read, as for any unreadable one ...
+        // A save keeps a file it cannot read, as for any unreadable one.
         #expect(throws: notRegular) { try cooldowns.cooldown(key: "code", duration: .seconds(60)) }
         #expect(cooldowns.remaining(key: "code") == .seconds(60), "it runs in memory all the same")
-        // ... until told to replace it.
+        // Replacing it is refused too: it is not a file to put a file in
+        // the place of (as /dev/null is not).
+        #expect(throws: notRegular) { try cooldowns.replaceStateFile() }
+        var status = stat()
+        #expect(lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
+        // Once it is removed, the way on works.
+        #expect(unlink(path) == 0)
         try cooldowns.replaceStateFile()
         let (_, _, later) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
         #expect(try later.restore() == .sameBoot(restored: 1))
         #expect(later.remaining(key: "code") == .seconds(50))
+    }
+
+    @Test("replaceStateFile() at a socket or a directory: a typed error, and it is left as it was")
+    func replaceRefusesWhatIsNotAFile() throws {
+        let directory = temporaryPath("dir")
+        defer { removeTemporaryDirectory(of: directory) }
+        #expect(mkdir(directory, 0o700) == 0)
+        defer { rmdir(directory) }
+        let socketPath = temporaryPath("socket")
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd); unlink(socketPath) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in socketPath.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        let notRegular = CountdownError.system(SystemError(errno: .invalidArgument, function: "open"))
+        let isDirectory = CountdownError.system(SystemError(errno: .isDirectory, function: "open"))
+        // (A device takes the socket's way: anything but a regular file, a
+        // link or a directory. /dev/null is left out of a test that, against
+        // code that replaced it, would replace it.)
+        // (A save reads the file first: a directory is refused by its read.)
+        let readDirectory = CountdownError.system(SystemError(errno: .isDirectory, function: "read"))
+        for (path, expected, saving, kind) in [
+            (socketPath, notRegular, notRegular, S_IFSOCK), (directory, isDirectory, readDirectory, S_IFDIR),
+        ] {
+            let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+            #expect(throws: expected) { try cooldowns.replaceStateFile() }
+            #expect(throws: saving) { try cooldowns.save() }
+            var status = stat()
+            #expect(lstat(path, &status) == 0 && status.st_mode & S_IFMT == kind, "\(path) was replaced")
+        }
     }
 
     @Test("more cooldowns than the file holds: a typed error, the file as it was, every cooldown running")
