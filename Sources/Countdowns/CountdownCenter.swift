@@ -45,10 +45,11 @@ import TrustedTime
 /// re-sync that moves server time re-plans every end at once, and
 /// ``onTimeBaseJump(threshold:_:)`` hears large moves. Before the clock's
 /// first sync, when its server time is the wall clock, the center counts
-/// from the wall clock's reading when it was made (or when a reset last
-/// made the clock drop its samples), carried on by the boot clock:
-/// setting the wall clock then moves nothing either, and the first sync is
-/// a move like any re-sync.
+/// from the wall clock's reading when it was made, carried on by the boot
+/// clock: setting the wall clock then moves nothing either, and the first
+/// sync is a move like any re-sync. A reset, which makes the clock drop its
+/// samples, moves nothing too: the center goes on from where it stood,
+/// carried on by the boot clock, until the next sync places it.
 ///
 /// Events are delivered on the center's loop, in the modes given (by default
 /// the common modes, so a list in `LoopMode.tracking` keeps counting), with no
@@ -93,10 +94,10 @@ public final class CountdownCenter: Sendable {
     /// On a trusted center, server time minus boot time: where the time
     /// base stands against the boot clock. Taken from the clock when the
     /// center is made and at every change of the clock's samples (a sync, a
-    /// restore, a reset), and constant in between, as a synced clock's
-    /// server time moves with the boot clock. Before the clock's first sync
-    /// that holds the wall clock's reading of then: setting the wall clock
-    /// later moves nothing. Never held while taking the state's lock.
+    /// restore) that leaves it synced, and constant in between, as a synced
+    /// clock's server time moves with the boot clock. Before the clock's
+    /// first sync that holds the wall clock's reading of then, and after a
+    /// reset what it held: setting the wall clock later moves nothing. Never held while taking the state's lock.
     private let trustedOffset: ThreadLocked<Duration>
 
     /// The last center's number.
@@ -174,6 +175,13 @@ public final class CountdownCenter: Sendable {
     /// samples are (the wall clock's offset before its first sync).
     private static func offset(of clock: TrustedClock) -> Duration {
         let reading = clock.reading()
+        return reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset)
+    }
+
+    /// ``offset(of:)``, if the clock is synced (read in the same reading).
+    private static func syncedOffset(of clock: TrustedClock) -> Duration? {
+        let reading = clock.reading()
+        guard reading.time.isSynced else { return nil }
         return reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset)
     }
 
@@ -553,9 +561,12 @@ public final class CountdownCenter: Sendable {
         // Read from the clock under the offset's lock: of two syncs on two
         // threads, the one told last reads the clock last, and its offset
         // stays.
+        // A change that leaves the clock with no sample (a reset) keeps
+        // where the base stands, carried on by the boot clock: the clock's
+        // time is the wall clock's then, which the user may have set.
         let (old, offset) = trustedOffset.withLock { current in
             let old = current
-            current = Self.offset(of: clock)
+            if let synced = Self.syncedOffset(of: clock) { current = synced }
             return (old, current)
         }
         let baseNow = now().base

@@ -428,7 +428,9 @@ public final class TrustedClock: Clock, Sendable {
 
     /// Forgets every sample, the wall-clock baseline and any pending change;
     /// the clock falls back to the wall clock until the next sync. Handlers
-    /// and streams stay.
+    /// and streams stay. (A `CountdownCenter` counting on this clock does
+    /// not fall back: it goes on from where it stood until the next sync,
+    /// so that a wall clock the user set meanwhile moves no countdown.)
     public func reset() {
         let hadSample = state.withLock { state in
             let hadSample = state.best != nil

@@ -195,6 +195,42 @@ struct FlashSaleTests {
         #expect(sale.remaining == .seconds(3_588))
     }
 
+    @Test("a reset of a synced clock moves nothing: a wall clock set since does not end the sale, and the next sync places it")
+    func resetAfterSync() throws {
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "test-boot"))
+        // Server time is 100 s ahead of the wall clock.
+        let serverAhead = Duration.seconds(100)
+        func sync() throws {
+            let boot = loop.now(.boot)
+            try clock.sync(with: TimeSample(
+                serverTime: loop.now(.wall).offset + serverAhead, sentAt: boot, receivedAt: boot))
+        }
+        try sync()
+        let center = try CountdownCenter(loop: loop, timeBase: .trusted(clock))
+        let jumps = Locked<[Duration]>([])
+        center.onTimeBaseJump(threshold: .zero) { jump in jumps.withLock { $0.append(jump.change) } }
+        let sale = try FlashSale(center: center, at: clock.now.advanced(by: .seconds(3_600)))
+        // The user sets the wall clock a day forward; the app drops its
+        // samples to sync again.
+        try loop.setManualTime(to: loop.now(.wall) + .seconds(86_400))
+        try loop.advance(by: .seconds(1))
+        #expect(sale.remaining == .seconds(3_599))
+        clock.reset()
+        #expect(!clock.isSynced)
+        try loop.advance(by: .seconds(1))
+        #expect(!sale.hasEnded)
+        #expect(sale.remaining == .seconds(3_598))
+        #expect(jumps.withLock { $0 } == [])
+        // The next sync: the server, 100 s ahead of the wall clock as it
+        // was (the user's day is the wall clock's own), had moved 2 s.
+        try loop.setManualTime(to: loop.now(.wall) - .seconds(86_400))
+        try sync()
+        try loop.advance(by: .seconds(1))
+        #expect(sale.remaining == .seconds(3_597))
+        #expect(!sale.hasEnded)
+    }
+
     @Test("a sync that lands while a trusted center is made: the center counts on it, and tells no jump")
     func syncWhileMade() throws {
         let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
