@@ -19,7 +19,8 @@ import TrustedTime
 ///               2   2  flags: 1 the trusted end is known
 ///               4   8  end, boot clock
 ///              12   8  duration (as started)
-///              20   8  end, server time since the epoch (if flag 1)
+///              20   8  end, server time since the epoch (if flag 1): the
+///                       latest it can be (the reading plus its error bound)
 ///              28   K  key, UTF-8
 /// ```
 enum CooldownStateFile {

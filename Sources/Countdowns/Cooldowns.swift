@@ -46,7 +46,8 @@ import TrustedTime
 /// and the cooldown was saved with its end in server time (the clock was
 /// synced when it was saved, or the cooldown was restored from a file that
 /// held that end: a save before the clock syncs keeps it), it ends at that
-/// end in server time. Otherwise
+/// end in server time, allowing for the error bounds of the readings at the
+/// save and now: it may end that much later, never earlier. Otherwise
 /// it resumes with the time it had left when it was saved: it may end later
 /// than it should, never earlier. Either way it has at most the time it had
 /// left when saved: server time that reads earlier than at the save (a
@@ -495,7 +496,10 @@ public final class Cooldowns: Sendable {
     private func restoreAfterReboot(_ contents: CooldownStateFile.Contents, now: BootClock.Instant)
         -> (RestoreOutcome, skippedCancels: Bool)
     {
-        let serverNow = trustedClock.flatMap { $0.isSynced ? $0.now.sinceEpoch : nil }
+        // The latest end against the earliest now: the most the cooldown
+        // can have left, whatever the errors of both readings within their
+        // bounds.
+        let serverNow = earliestServerTimeNow()
         var fromServer = 0
         var fromTimeLeft = 0
         var skippedCancels = false
@@ -573,9 +577,20 @@ public final class Cooldowns: Sendable {
         }
     }
 
-    /// Server time at a boot-clock instant, if the trusted clock is synced.
+    /// The latest server time a boot-clock instant can be, if the trusted
+    /// clock is synced: its reading plus its error bound. Saved as a
+    /// cooldown's end, so that no error of the reading within its bound
+    /// ends the cooldown early after a reboot.
     private func serverTime(atBoot instant: BootClock.Instant) -> Duration? {
         guard let trustedClock, trustedClock.isSynced else { return nil }
-        return trustedClock.time(atBoot: instant).sinceEpoch
+        let time = trustedClock.time(atBoot: instant)
+        return time.sinceEpoch.addingSaturating(time.errorBound ?? .zero)
+    }
+
+    /// The earliest server time it can be now, if the trusted clock is
+    /// synced: its reading less its error bound.
+    private func earliestServerTimeNow() -> Duration? {
+        guard let time = trustedClock?.now, time.isSynced else { return nil }
+        return time.sinceEpoch.subtractingSaturating(time.errorBound ?? .zero)
     }
 }

@@ -320,7 +320,13 @@ struct CooldownsTests {
         return (loop, Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock))
     }
 
-    @Test("after a reboot with a synced trusted clock: the saved end in server time")
+    /// The trusted clock's drift allowance (50 ppm by default) over the
+    /// 300 s from a sync to the end of a 300 s cooldown started then: what
+    /// the end's server time is saved with, added, so that it is the latest
+    /// the end can be.
+    let driftOver300Seconds = Duration.milliseconds(15)
+
+    @Test("after a reboot with a synced trusted clock: the saved end in server time (plus its error bound)")
     func rebootWithSync() throws {
         let path = temporaryPath("state")
         defer { removeTemporaryDirectory(of: path) }
@@ -333,7 +339,33 @@ struct CooldownsTests {
         let (_, cooldowns2) = try syncedProcess(
             boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_150), path: path)
         #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
-        #expect(cooldowns2.remaining(key: "code") == .seconds(150))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(150) + driftOver300Seconds)
+    }
+
+    @Test("after a reboot, the error bounds of both server-time readings lengthen the cooldown, never shorten it")
+    func rebootWithSyncErrorBounds() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        // Synced to within 2 s: the end, 300 s on, may be 2.015 s later
+        // than read.
+        let loop = try TimerLoop.manual(startingAt: .seconds(5_000))
+        let clock = TrustedClock(readings: LoopClockReadings(loop: loop, bootID: "boot-a"))
+        try clock.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_000), sentAt: loop.now(.boot), receivedAt: loop.now(.boot),
+            serverUncertainty: .seconds(2)))
+        let cooldowns = Cooldowns(center: try CountdownCenter(loop: loop), file: path, trustedClock: clock)
+        try cooldowns.cooldown(key: "code", duration: .seconds(300))
+        // After a reboot, synced to within 3 s at 150 s of server time
+        // later: it may be as early as 147 s later. So up to 155.015 s may
+        // be left; the readings alone say 150.
+        let loop2 = try TimerLoop.manual(startingAt: .seconds(20))
+        let clock2 = TrustedClock(readings: LoopClockReadings(loop: loop2, bootID: "boot-b"))
+        try clock2.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_150), sentAt: loop2.now(.boot), receivedAt: loop2.now(.boot),
+            serverUncertainty: .seconds(3)))
+        let cooldowns2 = Cooldowns(center: try CountdownCenter(loop: loop2), file: path, trustedClock: clock2)
+        #expect(try cooldowns2.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(cooldowns2.remaining(key: "code") == .seconds(155) + driftOver300Seconds)
     }
 
     @Test("after a reboot with a synced trusted clock that reads far earlier than the saved end: never more than the duration left")
@@ -666,7 +698,7 @@ struct CooldownsTests {
         let (_, third) = try syncedProcess(
             boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_290), path: path)
         #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
-        #expect(third.remaining(key: "code") == .seconds(10))
+        #expect(third.remaining(key: "code") == .seconds(10) + driftOver300Seconds)
     }
 
     @Test("a save made while the trusted clock is not synced keeps the server-time ends the file gave: a second reboot still counts from server time")
@@ -692,7 +724,7 @@ struct CooldownsTests {
         let (_, third) = try syncedProcess(
             boot: .seconds(20), bootID: "boot-c", serverTime: .seconds(1_767_000_250), path: path)
         #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
-        #expect(third.remaining(key: "code") == .seconds(50))
+        #expect(third.remaining(key: "code") == .seconds(50) + driftOver300Seconds)
         #expect(third.remaining(key: "other") == nil)
     }
 
