@@ -21,8 +21,14 @@ import TrustedTime
 /// re-sync moves it.) The second follows the trusted clock's server time: a
 /// re-sync that moves it re-plans the end, and
 /// ``onServerTimeJump(threshold:_:)`` hears large moves, the moment to
-/// reload the page. Reaching zero ends the countdown exactly once: the
-/// ``CountdownEvent/ended(_:)`` an observer gets.
+/// reload the page. It ends when the clock's reading of server time reaches
+/// the instant, and that reading is known to within its error bound
+/// (`TrustedTime.errorBound`: half the round trip and the server's own
+/// uncertainty after an SNTP sync, and half a second more after one from an
+/// HTTP `Date`, which counts whole seconds), so the end may come that much
+/// early or late against the server's own clock: let the server decide
+/// whether an order made at the start is in time. Reaching zero ends the
+/// countdown exactly once: the ``CountdownEvent/ended(_:)`` an observer gets.
 public struct FlashSale: Sendable {
     /// The center the sale's countdown is in.
     public let center: CountdownCenter
