@@ -25,9 +25,11 @@
 #      also during the drag; two presses of d read together (a paste)
 #      both count;
 #   7. `--print-after` under `faketime -f +1d` and `-30d` prints the sale's
-#      true time left; bad options (values out of range too), a corrupt
+#      true time left, and under `faketime 1960-01-01` the wall clock's
+#      second rounded down; under libfaketime faking the monotonic clock
+#      too, the demo refuses to start, saying why; bad options (values out of range too), a corrupt
 #      state file (left as it is, never saved over, and said at exit with
-#      status 1, also after `s`), an unwritable state file (a cooldown not saved is shown,
+#      status 1, also after `s`; a FIFO's save failure names it), an unwritable state file (a cooldown not saved is shown,
 #      and said at exit with status 1), a missing terminal (standard
 #      input or output) and a dumb one (TERM=dumb) give clear messages,
 #      never a crash; a state path
@@ -309,6 +311,24 @@ for offset in "+1d" "-30d"; do
     check "faketime -f $offset: --print-after shows the sale's true time left (${line#Flash sale   })" test -n "$line"
 done
 
+# Under libfaketime faking the monotonic and boot clocks too (no
+# FAKETIME_DONT_FAKE_MONOTONIC), the loop's timers, armed through the
+# kernel, would wait for as long as the clocks are faked ahead: the demo says
+# so and ends, where it hung.
+status=0
+out=$(env -u FAKETIME_DONT_FAKE_MONOTONIC timeout 60 faketime -f "+1h" \
+    "$TIMERKIT" demo --print-after 0.2 --state "$WORK/print.state" 2>&1) || status=$?
+check "faketime faking the monotonic clock: the demo refuses to start, status 1 ($status: ${out:0:160})" \
+    test "$status" -eq 1 -a -n "$(grep -F 'Run it with FAKETIME_DONT_FAKE_MONOTONIC=1' <<<"$out")"
+
+# Before 1970 the wall clock's second is rounded down too (faked to start
+# at 1960-01-01 00:00:00, going a thousand times slower than true time, so
+# that it is still in that second when printed).
+out=$(FAKETIME_DONT_FAKE_MONOTONIC=1 timeout 60 faketime -f "@1960-01-01 00:00:00 x0.001" \
+    "$TIMERKIT" demo --print-after 0 --state "$WORK/print.state" 2>&1 || true)
+check "faketime 1960: the wall clock shows 1960-01-01 00:00:00 ($(grep '^Wall clock' <<<"$out"))" \
+    grep -qE '^Wall clock +1960-01-01 00:00:00' <<<"$out"
+
 out=$("$TIMERKIT" demo --print-after 0.2 --sale-seconds 0 --state "$WORK/print.state" 2>&1 || true)
 check "a sale already at zero reloads once" grep -qE '^Flash sale   started; the page reloaded 1 time$' <<<"$out"
 
@@ -368,6 +388,18 @@ for state in "$WORK/fifo.state:a FIFO" "$WORK/fifo-link.state:a FIFO" "/dev/null
     check "... and standard error, status 1 ($status: $(cat "$WORK/kind.err"))" test "$status" -eq 1 -a \
         "$(cat "$WORK/kind.err")" = "timerkit demo: could not restore ${state%%:*}: not a regular file: it is ${state#*:} (the file was left as it was)"
 done
+# A code sent then is not saved; that too says what is at the path.
+start_sized 200 30 "$TIMERKIT" demo --state "$WORK/fifo.state"
+if wait_for "^could not restore $WORK/fifo.state: "; then
+    keys s
+    check "state fifo.state: s says the code is not saved, and what is at the path" \
+        wait_for '^code sent, but not saved: not a regular file: it is a FIFO$' 10
+    keys q
+    check "... and so does standard error when q quits" \
+        wait_for "^timerkit demo: the code's cooldown was not saved to $WORK/fifo.state: not a regular file: it is a FIFO$" 10
+else
+    fail "the demo says it could not restore $WORK/fifo.state"
+fi
 check "the FIFO is still a FIFO" test -p "$WORK/fifo.state" -a -h "$WORK/fifo-link.state"
 status=0
 out=$("$TIMERKIT" demo --print-after 0.2 --state "$WORK/corrupt.state/x" 2>"$WORK/notdir.err") || status=$?

@@ -24,7 +24,9 @@
 #   4. spikes on 100 % of the frames are all counted; a seed up to 2^64 - 1
 #      is echoed as given; a frame's work longer than the run stops where
 #      the run ends, and the summary then has every field, null;
-#   5. bad options are refused with status 64 and a message, never a crash.
+#   5. bad options are refused with status 64 and a message, never a crash;
+#      under libfaketime faking the monotonic clock it refuses to start,
+#      saying why, where it hung.
 #
 # Environment:
 #   TK_TIMERKIT   path of a built timerkit binary (default: swift build)
@@ -40,7 +42,7 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
 fi
 
 TEST_NAME=test-fps
-TEST_PACKAGES="tmux python3"
+TEST_PACKAGES="tmux python3 faketime"
 # shellcheck source=scripts/lib/terminal-test.sh
 . scripts/lib/terminal-test.sh
 
@@ -281,6 +283,11 @@ elapsed_ms=$((($(date +%s%N) - started) / 1000000))
 check "... and the run ends with it, not after the 10 s of work (${elapsed_ms} ms)" test "$elapsed_ms" -lt 5000
 
 # --- 5: bad options ------------------------------------------------------------------
+
+status=0
+out=$(env -u FAKETIME_DONT_FAKE_MONOTONIC timeout 60 faketime -f "+1h" "$TIMERKIT" fps --seconds 1 --json 2>&1) || status=$?
+check "faketime faking the monotonic clock: it refuses to start, status 1 ($status: ${out:0:160})" \
+    test "$status" -eq 1 -a -n "$(grep -F 'Run it with FAKETIME_DONT_FAKE_MONOTONIC=1' <<<"$out")"
 
 refused() {
     local name=$1 output status=0

@@ -370,7 +370,7 @@ log "restart: faketime -2h, restore the saved state, no sync"
 run_probe "-2h" --no-sync --json --state "$STATE" || true
 echo "      $OUT"
 check "restart: the saved state is restored" \
-    test "$(field "$OUT" restore)" = "restored 1 samples"
+    test "$(field "$OUT" restore)" = "restored 1 sample"
 check "restart: trusted time continues without a sync" test "$(field "$OUT" synced)" = true
 check_trusted_agrees restart
 list=$(changes "$OUT")
@@ -442,7 +442,7 @@ before=$(cksum <"$STATE")
 run_probe "" --server localhost --port "$PORT" --samples 1 --timeout-ms 1000 --json --state "$LINK" || true
 echo "      $OUT"
 check "at a link: restored through it, and saved" \
-    test "$(field "$OUT" restore)" = "restored 1 samples" -a "$(field "$OUT" saved)" = "$LINK"
+    test "$(field "$OUT" restore)" = "restored 1 sample" -a "$(field "$OUT" saved)" = "$LINK"
 check "at a link: the link was replaced by the state file" test -f "$LINK" -a ! -L "$LINK"
 check "at a link: the file it led to was left as it was" test "$(cksum <"$STATE")" = "$before"
 

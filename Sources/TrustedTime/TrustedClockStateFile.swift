@@ -158,7 +158,7 @@ enum TrustedClockStateFile {
                 receivedAt: BootClock.Instant(offset: body.duration()),
                 serverResolution: body.duration(),
                 serverProcessingTime: body.duration(), serverUncertainty: body.duration())
-            if let problem = sample.problem { throw .stateFileCorrupt("a sample \(problem)") }
+            if let problem = sample.problem { throw .stateFileCorrupt("a sample that cannot be used: \(problem)") }
             guard sample.receivedAt <= BootClock.Instant(offset: savedAtBoot) else {
                 throw .stateFileCorrupt("a sample received after the state was saved")
             }

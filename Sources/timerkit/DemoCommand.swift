@@ -41,7 +41,9 @@ enum DemoCommand: Subcommand {
                              it is, never saved over: a code sent then is not saved, and the
                              failure is said again at exit (status 1); of two demos running
                              at once on one file, each saves its own cooldown and the file
-                             keeps the last one saved: give each a file of its own
+                             keeps the last one saved: give each a file of its own; a save
+                             puts a new file at FILE: a symbolic link there is replaced,
+                             and the file it led to is left as it was
             --sale-seconds N the server's "remaining seconds" for the sale, 0 to 31536000
                              (a year; default 120)
             --code-seconds N how long a sent code blocks the next, 1 to 86400 (a day;
@@ -94,6 +96,10 @@ enum DemoCommand: Subcommand {
             default:
                 return usageError("unknown option \(printable: argument)")
             }
+        }
+        if let problem = fakedClocksProblem("demo") {
+            printError(problem)
+            return 1
         }
         return reportingErrors { try Demo(options: options).run() }
     }
@@ -191,7 +197,7 @@ private final class Demo: @unchecked Sendable {
             // First run.
         } catch {
             restoreFailure = error
-            say("could not restore \(printable: options.statePath): \(printable: restoreFailureText(options.statePath, error)) (\(somethingIsAt(options.statePath) ? "left as it is: " : "")a code sent is not saved)")
+            say("could not restore \(printable: options.statePath): \(printable: stateFileFailureText(options.statePath, error)) (\(somethingIsAt(options.statePath) ? "left as it is: " : "")a code sent is not saved)")
         }
         try startTimers()
         if let after = options.printAfter {
@@ -234,11 +240,11 @@ private final class Demo: @unchecked Sendable {
         if let restoreFailure {
             let left = somethingIsAt(options.statePath) ? " (the file was left as it was)" : ""
             printError(
-                "timerkit demo: could not restore \(printable: options.statePath): \(printable: restoreFailureText(options.statePath, restoreFailure))\(left)")
+                "timerkit demo: could not restore \(printable: options.statePath): \(printable: stateFileFailureText(options.statePath, restoreFailure))\(left)")
         }
         if let saveFailure {
             printError(
-                "timerkit demo: the code's cooldown was not saved to \(printable: options.statePath): \(printable: saveFailure)")
+                "timerkit demo: the code's cooldown was not saved to \(printable: options.statePath): \(printable: stateFileFailureText(options.statePath, saveFailure))")
         }
         return restoreFailure == nil && saveFailure == nil ? 0 : 1
     }
@@ -334,7 +340,7 @@ private final class Demo: @unchecked Sendable {
                     // read by now), and kept what it held.
                     restoreFailure = nil
                 } catch {
-                    say("code sent, but not saved: \(printable: error)")
+                    say("code sent, but not saved: \(printable: stateFileFailureText(options.statePath, error))")
                     saveFailure = error
                 }
             }
@@ -420,7 +426,10 @@ private final class Demo: @unchecked Sendable {
 
     /// The wall clock as `yyyy-mm-dd hh:mm:ss`, UTC.
     private func wallClockText() -> String {
-        var seconds = time_t(loop.now(.wall).offset.saturatingNanoseconds / 1_000_000_000)
+        // Whole seconds rounded down, before 1970 too (where dividing
+        // rounds toward zero, up).
+        let nanoseconds = loop.now(.wall).offset.saturatingNanoseconds
+        var seconds = time_t(nanoseconds / 1_000_000_000 - (nanoseconds % 1_000_000_000 < 0 ? 1 : 0))
         var parts = tm()
         guard gmtime_r(&seconds, &parts) != nil else { return "?" }
         return String(

@@ -79,6 +79,10 @@ enum FpsCommand: Subcommand {
                 return usageError("unknown option \(printable: argument)")
             }
         }
+        if let problem = fakedClocksProblem("fps") {
+            printError(problem)
+            return 1
+        }
         return reportingErrors { try FpsRun(options: options).run() }
     }
 

@@ -1,5 +1,5 @@
 // What the commands that take `--state FILE` say about a state file that
-// could not be restored: what is at the path, if anything.
+// could not be restored or saved: what is at the path, if anything.
 
 #if canImport(Glibc)
 import Glibc
@@ -15,12 +15,13 @@ func somethingIsAt(_ path: String) -> Bool {
     return lstat(path, &status) == 0
 }
 
-/// What went wrong restoring the state file at `path`, for a person: for
-/// something there that is not a regular file, what it is,
+/// What went wrong restoring or saving the state file at `path`, for a
+/// person: for something there that is not a regular file, what it is,
 /// rather than the EINVAL that the library refuses it with; else `error`'s
 /// description. As is: a screen or a terminal needs it made printable.
-func restoreFailureText(_ path: String, _ error: any Error) -> String {
-    // stat, not lstat: the restore follows a link, as this does.
+func stateFileFailureText(_ path: String, _ error: any Error) -> String {
+    // stat, not lstat: a restore follows a link, as this does (and a save
+    // reads the file first).
     var status = stat()
     guard stat(path, &status) == 0 else { return "\(error)" }
     let kind: String? =

@@ -37,10 +37,13 @@ enum TrustedTimeCommand: Subcommand {
           time.example.org, or an IPv4 or IPv6 address) and prints trusted time, its error
           bound, the local clocks, and the wall-clock changes the sync detected.
             --port N        the server's port (default 123)
-            --samples N     requests to send; the reply with the smallest delay wins (default 4)
+            --samples N     requests to send, 1 to 64; the reply with the smallest delay wins
+                            (default 4)
             --timeout-ms N  how long to wait for each reply, 1 to 60000 (default 2000)
             --state FILE    restore the clock from FILE first, save it there after the sync;
-                            a file that cannot be restored is left as it is (not saved over)
+                            a file that cannot be restored is left as it is (not saved over);
+                            a save puts a new file at FILE: a symbolic link there is
+                            replaced, and the file it led to is left as it was
             --no-sync       ask no server (with --state: continue from the saved state);
                             --server, --port, --samples and --timeout-ms are refused
             --json          the report as JSON on stdout
@@ -134,14 +137,15 @@ enum TrustedTimeCommand: Subcommand {
         if let path = options.statePath {
             do throws(TrustedTimeError) {
                 switch try clock.restore(from: path) {
-                case .restored(let count): fields.append(("restore", .string("restored \(count) samples")))
+                case .restored(let count):
+                    fields.append(("restore", .string("restored \(count) sample\(count == 1 ? "" : "s")")))
                 case .fromAnotherBoot: fields.append(("restore", .string("from another boot: not used")))
                 }
             } catch {
                 if case .stateFileNotFound = error {
                     fields.append(("restore", .string("no saved state")))
                 } else {
-                    fields.append(("restore", .string("error: \(restoreFailureText(path, error))")))
+                    fields.append(("restore", .string("error: \(stateFileFailureText(path, error))")))
                     failed = true
                     restoreFailed = true
                 }
@@ -221,7 +225,7 @@ enum TrustedTimeCommand: Subcommand {
                     try clock.save(to: path)
                     fields.append(("saved", .string(path)))
                 } catch {
-                    fields.append(("save_error", .string(error.description)))
+                    fields.append(("save_error", .string(stateFileFailureText(path, error))))
                     failed = true
                 }
             }

@@ -389,7 +389,7 @@ struct TrustedClockPersistenceTests {
         var contents = try TrustedClockStateFile.decode(bytes)
         contents.samples[1].sentAt = contents.samples[1].receivedAt + .seconds(1)
         try expectRefused(
-            TrustedClockStateFile.encode(contents), .stateFileCorrupt("a sample received before it was sent"))
+            TrustedClockStateFile.encode(contents), .stateFileCorrupt("a sample that cannot be used: received before it was sent"))
         // Saved "later" than this clock's boot clock reads.
         contents = try TrustedClockStateFile.decode(bytes)
         contents.savedAtBoot = contents.savedAtBoot + .seconds(86_400)
