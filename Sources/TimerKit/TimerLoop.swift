@@ -279,6 +279,13 @@ public final class TimerLoop: @unchecked Sendable {
     /// Creates a loop and runs it in `mode` on a new thread of its own, until
     /// ``stop()`` is called.
     ///
+    /// ``stop()`` ends that thread for good. What is left on the loop then
+    /// waits for a run that another thread makes (``run(mode:until:)`` and
+    /// the like): timers, sleeps and ticks, and the jobs of actors and tasks
+    /// on the loop. A task of an actor on the loop, or one preferring the
+    /// loop, waits there even once cancelled, since it resumes on the loop.
+    /// So stop such a loop only once nothing runs on it, or run it again.
+    ///
     /// If that run fails (``failure`` says how), every sleep and tick waiting
     /// on the loop fails with the error, and so does every later one. The
     /// thread then goes on running the loop's jobs, so that actors and tasks
