@@ -85,6 +85,7 @@ struct PrecisionTests {
             LoopPrecision(margin: .nanoseconds(-1)),
             LoopPrecision(margin: .nanoseconds(1) / 2),
             LoopPrecision(margin: LoopPrecision.maximumMargin + .nanoseconds(1)),
+            LoopPrecision(margin: LoopPrecision.maximumMargin + .nanoseconds(1) / 2),
             LoopPrecision(margin: .seconds(Int64.max)),
             LoopPrecision(realtimePriority: 0),
             LoopPrecision(realtimePriority: -5),
@@ -94,6 +95,9 @@ struct PrecisionTests {
             #expect(throws: TimerError.invalidPrecision(precision)) { try loop.setPrecision(precision) }
             #expect(loop.precision == kept)
         }
+        // A part of a nanosecond counts as a whole one: never less than asked for.
+        try loop.setPrecision(LoopPrecision(margin: .nanoseconds(3) / 2, realtimePriority: nil))
+        #expect(loop.precision?.margin == .nanoseconds(2))
         try loop.setPrecision(LoopPrecision(margin: LoopPrecision.maximumMargin))
         #expect(loop.precision?.margin == LoopPrecision.maximumMargin)
         try loop.setPrecision(LoopPrecision())
