@@ -124,9 +124,9 @@ if wait_for '^Drag         dragging: the loop runs in tracking mode$'; then
     check "the badge waits during the drag ($badge_during -> $badge_late refreshes in 3 s)" \
         test "$badge_late" -eq "$badge_during"
     # The frame ticker is in the common modes: its frames keep coming.
-    frame_during=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    frame_during=$(field '^Ticker       frame ([0-9]+) of a 30 Hz ticker.*')
     sleep 1
-    frame_later=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    frame_later=$(field '^Ticker       frame ([0-9]+) of a 30 Hz ticker.*')
     check "frames keep coming during the drag (frame $frame_during -> $frame_later in 1 s)" \
         test "$frame_later" -gt "$frame_during"
     keys d
@@ -152,9 +152,9 @@ fi
 # judged once ten more frames have been drawn.
 frames_drawn() {
     local first waited=0 now
-    first=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+    first=$(field '^Ticker       frame ([0-9]+) of a 30 Hz ticker.*')
     while [ "$waited" -lt 300 ]; do
-        now=$(field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*')
+        now=$(field '^Ticker       frame ([0-9]+) of a 30 Hz ticker.*')
         [ -n "$first" ] && [ -n "$now" ] && [ "$now" -ge $((first + $1)) ] && return 0
         sleep 0.1
         waited=$((waited + 1))
@@ -451,7 +451,7 @@ start "$TIMERKIT" demo --state "$WORK/$CONTROL_DIR/demo.state"
 check "a path with control characters is shown escaped ($CONTROL_SHOWN)" \
     wait_for_text "could not restore $WORK/$CONTROL_SHOWN/demo.state: " 10
 check "... on one row, the screen's rows in place" \
-    test "$(screen | grep -c '^could not restore ')" -eq 1 -a "$(screen | sed -n 11p | cut -c1-17)" = "could not restore" \
+    test "$(screen | grep -c '^could not restore ')" -eq 1 -a "$(screen | sed -n 12p | cut -c1-17)" = "could not restore" \
     -a "$(screen | head -n 1 | cut -c1-13)" = "TimerKit demo"
 keys q
 wait_for '^program exited with ' 10 >/dev/null || true
@@ -494,7 +494,7 @@ COOKED="echo icanon isig"
 RAW="-echo -icanon -isig"
 for signal in TERM HUP INT; do
     start "$TIMERKIT" demo --state "$SIGNAL_STATE"
-    if wait_for '^Frames       .*; frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
+    if wait_for '^Ticker       frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
         number=$(kill -l "$signal")
         kill -s "$signal" "$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")"
         check "SIG$signal ends the demo with status $((128 + number))" wait_for "^program exited with $((128 + number))\$" 10
@@ -517,7 +517,7 @@ wait_until_raw() {
 }
 
 # frame_number: the frame the screen shows now.
-frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
+frame_number() { field '^Ticker       frame ([0-9]+) of a 30 Hz ticker.*'; }
 
 # demo_in_shell: starts the demo at the interactive shell's prompt (the
 # screen cleared first) and waits for its frames; its pid in DEMO_PID.
@@ -525,7 +525,7 @@ frame_number() { field '^Frames .*; frame ([0-9]+) of a 30 Hz ticker.*'; }
 DEMO_PID=""
 demo_in_shell() {
     keys C-l "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
-    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+    if wait_for '^Ticker       frame [1-9][0-9]* of'; then
         DEMO_PID=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
         return 0
     fi
@@ -597,7 +597,7 @@ check_gone_to_the_shell() {
 start_shell 120 30
 wait_for '^PROMPT>' 10 >/dev/null || true
 keys "$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")" Enter
-if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+if wait_for '^Ticker       frame [1-9][0-9]* of'; then
     # Ctrl-Z is a key in raw mode: the demo stops itself with SIGTSTP.
     keys C-z
     check "Ctrl-Z stops the demo, and the shell says so" wait_for 'Stopped +.*timerkit demo' 10
@@ -648,7 +648,7 @@ if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
     # that the shell says so and takes commands again.
     demo_command="$(printf '%q ' "$TIMERKIT" demo --state "$SIGNAL_STATE")"
     keys C-l "sh -c $(printf '%q' "$demo_command; echo the script went on")" Enter
-    if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+    if wait_for '^Ticker       frame [1-9][0-9]* of'; then
         DEMO_PID=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
         keys C-z
         check "started by a script, Ctrl-Z stops the script too, and the shell says so" \
@@ -685,7 +685,7 @@ fi
 # Stopped by a signal it cannot catch, with the terminal reset meanwhile
 # (as a shell resets it), then going on in the foreground.
 start "$TIMERKIT" demo --state "$SIGNAL_STATE"
-if wait_for '^Frames       .*; frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
+if wait_for '^Ticker       frame [1-9][0-9]* of' && [ "$(tty_modes)" = "$RAW" ]; then
     pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
     kill -s STOP "$pid"
     stty -F "$(tmux -L "$SOCKET" display -p -t term '#{pane_tty}')" sane
@@ -701,7 +701,7 @@ fi
 # it): the screen can no longer be drawn, so it quits and says why, rather
 # than running on unseen.
 start sh -c 'trap "" HUP; exec "$0" demo --state "$1" 2>"$2"' "$TIMERKIT" "$SIGNAL_STATE" "$WORK/hangup.err"
-if wait_for '^Frames       .*; frame [1-9][0-9]* of'; then
+if wait_for '^Ticker       frame [1-9][0-9]* of'; then
     pid=$(program_pid "$TIMERKIT demo --state $SIGNAL_STATE")
     tmux -L "$SOCKET" kill-server
     gone=0
@@ -724,6 +724,9 @@ if wait_for '^Frames       ' && sleep 1; then
     # (A line that wrapped would push the rows after it down.)
     check "... and lines are cut at the edge, never wrapped (the frame line once, ninth)" \
         test "$(screen | grep -c '^Frames       ')" -eq 1 -a "$(screen | sed -n 9p | cut -c1-6)" = "Frames"
+    # 80 columns, a terminal's usual width, hold every row whole.
+    check "... and every row fits its 80 columns ($(screen | awk 'length($0) >= 80' | head -n 1))" \
+        test "$(screen | awk 'length($0) >= 80' | wc -l)" -eq 0
     tmux -L "$SOCKET" resize-window -t term -x 20 -y 5
     sleep 1
     check "in a 20x5 window the first rows show, not the last ($(screen | sed -n 5p))" \

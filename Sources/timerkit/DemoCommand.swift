@@ -408,12 +408,15 @@ private final class Demo: @unchecked Sendable {
             "\(bold)TimerKit demo\(plain)   q quits, d starts or ends the drag, s sends a code",
             "",
             "Flash sale   \(screen.saleText)",
-            "Carousel     page \(screen.carouselPage) of 5, turned \(times(screen.carouselTurns)) (common modes: turns during the drag)",
-            "Badge        refreshed \(times(UInt64(screen.badgeRefreshes))), \(screen.badgeSkipped) skipped (default mode: waits during the drag)",
+            // Each row fits 80 columns, a terminal's usual width (with
+            // thousands of turns and refreshes).
+            "Carousel     page \(screen.carouselPage) of 5, turned \(times(screen.carouselTurns)) (common modes: turns in a drag)",
+            "Badge        refreshed \(times(UInt64(screen.badgeRefreshes))), \(screen.badgeSkipped) skipped (default mode: waits in a drag)",
             "Drag         \(screen.dragging ? "dragging: the loop runs in tracking mode" : "not dragging")",
             "Code         \(screen.codeText)",
-            "Wall clock   \(wallClockText()) UTC (nothing above reads it: changing it moves nothing)",
-            "Frames       \(screen.framesText); frame \(screen.frameIndex) of a 30 Hz ticker in the common modes",
+            "Wall clock   \(wallClockText()) UTC (changing it moves nothing above)",
+            "Frames       \(screen.framesText)",
+            "Ticker       frame \(screen.frameIndex) of a 30 Hz ticker in the common modes",
             "",
             screen.message,
         ]
