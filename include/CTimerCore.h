@@ -26,6 +26,7 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      16  Added: tk_clock_now_kernel.
  *      15  A stop is the run's that was innermost when it was asked for,
  *          as the header always said: a run that a callback starts after
  *          asking it (a nested run that pumps the loop) no longer takes it,
@@ -142,7 +143,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 15
+#define TK_API_VERSION 16
 
 /* ------------------------------------------------------------------------
  * Types
@@ -422,6 +423,19 @@ typedef enum tk_run_result {
  * INT64_MAX has passed); one set before September 1677 reads INT64_MIN.
  */
 int tk_clock_now(tk_clock clock, int64_t *now_ns);
+
+/**
+ * Reads `clock` as tk_clock_now does, but through the system call rather
+ * than the vDSO: the kernel's own reading, which a library preloaded to
+ * change what clock_gettime returns (libfaketime) does not reach. A loop
+ * arms its timers with the kernel, so where the two readings of the
+ * monotonic or boot clock differ, its timers fire when the kernel's clock,
+ * not the one read, reaches their deadlines: a program can compare the two
+ * first and refuse to run. Returns 0, -EINVAL for an unknown clock or a
+ * NULL pointer, or the system call's negative errno. Slower than
+ * tk_clock_now (a system call each time). (API version 16.)
+ */
+int tk_clock_now_kernel(tk_clock clock, int64_t *now_ns);
 
 /** Stores the resolution of `clock` in nanoseconds. 0 or -EINVAL. */
 int tk_clock_resolution(tk_clock clock, int64_t *resolution_ns);

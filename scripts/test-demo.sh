@@ -396,7 +396,7 @@ if wait_for "^could not restore $WORK/fifo.state: "; then
         wait_for '^code sent, but not saved: not a regular file: it is a FIFO$' 10
     keys q
     check "... and so does standard error when q quits" \
-        wait_for "^timerkit demo: the code's cooldown was not saved to $WORK/fifo.state: not a regular file: it is a FIFO$" 10
+        wait_for_joined "^timerkit demo: the code's cooldown was not saved to $WORK/fifo.state: not a regular file: it is a FIFO$" 10
 else
     fail "the demo says it could not restore $WORK/fifo.state"
 fi

@@ -2,8 +2,8 @@ import TimerKit
 import TrustedTime
 
 /// The saved form of ``Cooldowns``: a `StateFile` of kind "TKCD", format
-/// version 1 (TrustedTime's envelope: magic, version, length, CRC-32, written
-/// atomically).
+/// version 2 (TrustedTime's envelope: magic, version, length, CRC-32, written
+/// atomically). Version 1, the same layout, is read too (see `envelope`).
 ///
 /// All integers little-endian; instants and durations as signed 64-bit
 /// nanoseconds. The body:
@@ -30,8 +30,12 @@ enum CooldownStateFile {
     static let maximumEntries = 1024
     static let bootIDSize = 40
 
+    /// Version 2 saves a server-time end as the latest the end can be (the
+    /// reading plus its error bound); version 1 saved the reading alone, so
+    /// its server-time ends are not read: such a cooldown counts from the
+    /// time it had left after a reboot, which never ends it early.
     static let envelope = StateFile(
-        magic: "TKCD", version: 1,
+        magic: "TKCD", version: 2,
         maximumBodyLength: fixedBodySize + maximumEntries * (entrySize + maximumKeyLength))
 
     /// A larger file is no state of ours.
@@ -75,9 +79,9 @@ enum CooldownStateFile {
 
     static func decode(_ bytes: [UInt8]) throws(CountdownError) -> Contents {
         if bytes.count > maximumFileSize { throw .notAStateFile }
-        let bodyBytes: ArraySlice<UInt8>
+        let (version, bodyBytes): (UInt16, ArraySlice<UInt8>)
         do {
-            bodyBytes = try envelope.decode(bytes).body
+            (version, bodyBytes) = try envelope.decode(bytes)
         } catch {
             switch error {
             case .notThisKind: throw .notAStateFile
@@ -128,7 +132,7 @@ enum CooldownStateFile {
             }
             entries.append(Entry(
                 key: key, end: BootClock.Instant(offset: end), duration: duration,
-                trustedEnd: flags & 1 != 0 ? trustedEnd : nil))
+                trustedEnd: flags & 1 != 0 && version >= 2 ? trustedEnd : nil))
         }
         guard left == 0 else { throw .stateFileCorrupt("\(left) bytes after the last entry") }
         return Contents(

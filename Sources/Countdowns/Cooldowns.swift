@@ -379,17 +379,21 @@ public final class Cooldowns: Sendable {
         // The cancels not saved yet, taken with the running cooldowns: the
         // file written holds what each of them left (nothing for the key,
         // or a cooldown started for it since).
-        // Each with its server-time end: read now if the trusted clock is
-        // synced, else the one the file gave it, if it was restored, so that
-        // a save before the clock syncs does not lose it.
+        // Each with its server-time end: the earlier of the one read now, if
+        // the trusted clock is synced, and the one known for it (from the
+        // file it was restored from, or an earlier save), each the latest
+        // the end can be. So a save before the clock syncs, or after a
+        // reset, keeps it, and one after a sync keeps the closer one (a
+        // cooldown restored from the time it had left ends later on the
+        // boot clock than in server time).
         let (running, cancels) = self.running.withLock { running in
             (running.dropEnded(center).map { ($0, running.serverEnd(of: $0)) }, running.unsavedCancels)
         }
         guard running.count <= CooldownStateFile.maximumEntries else { throw .tooManyCooldowns(running.count) }
-        let entries = running.sorted { CooldownKey.precedes($0.0.key, $1.0.key) }.map { cooldown, restoredServerEnd in
+        let entries = running.sorted { CooldownKey.precedes($0.0.key, $1.0.key) }.map { cooldown, known in
             CooldownStateFile.Entry(
                 key: cooldown.key, end: cooldown.end, duration: cooldown.duration,
-                trustedEnd: serverTime(atBoot: cooldown.end) ?? restoredServerEnd)
+                trustedEnd: [serverTime(atBoot: cooldown.end), known].compactMap { $0 }.min())
         }
         let bytes = CooldownStateFile.encode(
             CooldownStateFile.Contents(bootID: bootID, savedAt: now, entries: entries))
@@ -398,7 +402,15 @@ public final class Cooldowns: Sendable {
         } catch {
             throw .system(error)
         }
-        if !cancels.isEmpty { self.running.withLock { $0.forgetCancels(cancels) } }
+        self.running.withLock { running in
+            if !cancels.isEmpty { running.forgetCancels(cancels) }
+            // The ends written are known from now on, for the cooldowns
+            // that still end where they were written.
+            for entry in entries {
+                guard let trustedEnd = entry.trustedEnd else { continue }
+                running.noteServerEnd(trustedEnd, of: CooldownKey(entry.key), endingAt: entry.end)
+            }
+        }
     }
 
     /// Restores the cooldowns saved in the file (see the rule for a reboot
@@ -551,8 +563,7 @@ public final class Cooldowns: Sendable {
     /// last save, or one for the key ends as late already. One that ends
     /// earlier is moved to the later end in place: the same countdown, whose
     /// observations go on and hear its end there. The cooldown run keeps
-    /// `serverEnd`, the server-time end the file gave it, for saves made
-    /// while the trusted clock is not synced.
+    /// `serverEnd`, the server-time end the file gave it, for later saves.
     private func resume(key: String, end: BootClock.Instant, duration: Duration, serverEnd: Duration?) -> Resumed {
         let end = Self.withinRange(end)
         let key = CooldownKey(key)
@@ -582,15 +593,17 @@ public final class Cooldowns: Sendable {
     /// cooldown's end, so that no error of the reading within its bound
     /// ends the cooldown early after a reboot.
     private func serverTime(atBoot instant: BootClock.Instant) -> Duration? {
-        guard let trustedClock, trustedClock.isSynced else { return nil }
-        let time = trustedClock.time(atBoot: instant)
-        return time.sinceEpoch.addingSaturating(time.errorBound ?? .zero)
+        // One reading, which says whether it is synced: a reset between two
+        // would give the wall clock's time with no bound.
+        guard let time = trustedClock?.time(atBoot: instant), time.isSynced, let bound = time.errorBound
+        else { return nil }
+        return time.sinceEpoch.addingSaturating(bound)
     }
 
     /// The earliest server time it can be now, if the trusted clock is
     /// synced: its reading less its error bound.
     private func earliestServerTimeNow() -> Duration? {
-        guard let time = trustedClock?.now, time.isSynced else { return nil }
-        return time.sinceEpoch.subtractingSaturating(time.errorBound ?? .zero)
+        guard let time = trustedClock?.now, time.isSynced, let bound = time.errorBound else { return nil }
+        return time.sinceEpoch.subtractingSaturating(bound)
     }
 }

@@ -97,7 +97,8 @@ public final class CountdownCenter: Sendable {
     /// restore) that leaves it synced, and constant in between, as a synced
     /// clock's server time moves with the boot clock. Before the clock's
     /// first sync that holds the wall clock's reading of then, and after a
-    /// reset what it held: setting the wall clock later moves nothing. Never held while taking the state's lock.
+    /// reset what it held: setting the wall clock later moves nothing.
+    /// Never held while taking the state's lock.
     private let trustedOffset: ThreadLocked<Duration>
 
     /// The last center's number.
@@ -144,7 +145,9 @@ public final class CountdownCenter: Sendable {
             // samples reaches the center: one made before the observer
             // could see it is taken here, and one after, by
             // `timeBaseChanged()`, which reads under the same lock.
-            trustedOffset.withLock { $0 = Self.offset(of: clock) }
+            // Unsynced then (a reset came meanwhile), it keeps the reading
+            // above, as `timeBaseChanged()` keeps what it holds.
+            trustedOffset.withLock { $0 = Self.syncedOffset(of: clock) ?? $0 }
         }
     }
 

@@ -13,11 +13,12 @@ struct RunningCooldowns {
     /// cooldowns it wrote, unless the key was cancelled again meanwhile.
     private(set) var unsavedCancels: [CooldownKey: UInt64] = [:]
     private var cancelsMade: UInt64 = 0
-    /// The server-time end a state file gave a restored cooldown, with the
-    /// end it was restored to: what a save made while the trusted clock is
-    /// not synced writes for that cooldown, which it could not place in
-    /// server time itself. A cooldown of the key with another end (started
-    /// or moved since) has none of it.
+    /// The server-time end known for a cooldown, with its boot-clock end:
+    /// the one a state file gave it when it was restored, or the one a save
+    /// wrote for it. A save made while the trusted clock is not synced
+    /// writes it, and one made while it is writes the earlier of it and its
+    /// own reading. A cooldown of the key with another end (started or
+    /// moved since) has none of it.
     private var serverEnds: [CooldownKey: (end: BootClock.Instant, serverEnd: Duration)] = [:]
 
     func isCancelUnsaved(_ key: CooldownKey) -> Bool {
@@ -36,14 +37,15 @@ struct RunningCooldowns {
         }
     }
 
-    /// Notes the server-time end a state file gave the cooldown restored
-    /// for `key` to `end` (or that it gave none).
+    /// Notes the server-time end known for the cooldown of `key` that ends
+    /// at `end` (nil: none is), if that cooldown still runs.
     mutating func noteServerEnd(_ serverEnd: Duration?, of key: CooldownKey, endingAt end: BootClock.Instant) {
+        guard cooldowns[key]?.end == end else { return }
         serverEnds[key] = serverEnd.map { (end, $0) }
     }
 
-    /// The server-time end a state file gave `cooldown`, if it is the
-    /// cooldown restored then.
+    /// The server-time end known for `cooldown`, if it is the cooldown it
+    /// was noted for.
     func serverEnd(of cooldown: Cooldowns.Cooldown) -> Duration? {
         guard let noted = serverEnds[CooldownKey(cooldown.key)], noted.end == cooldown.end else { return nil }
         return noted.serverEnd

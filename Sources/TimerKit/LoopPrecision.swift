@@ -52,8 +52,8 @@ public struct LoopPrecision: Sendable, Hashable, CustomStringConvertible {
     /// The C settings, or `nil` for what C would read otherwise: a margin
     /// under 1 ns (0 is C's "the default") and a priority of 0 (C's "none",
     /// which is `nil` here). The core checks the ranges. A part of a
-    /// nanosecond counts as a whole one, as everywhere a duration becomes
-    /// whole nanoseconds, so that a margin is never less than asked for.
+    /// nanosecond counts as a whole one, so that a margin is never less
+    /// than asked for.
     var settings: tk_precision? {
         guard margin.attoseconds >= 1_000_000_000, realtimePriority != 0 else { return nil }
         return tk_precision(

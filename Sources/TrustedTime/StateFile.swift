@@ -13,15 +13,16 @@
 ///
 /// All integers little-endian. The header (the first 12 bytes) is the same
 /// in every format version, its reserved bits 0; what follows it may
-/// change. Reading checks, in order: the magic (another kind of file), the
-/// header's length, the reserved bits, the version (a newer format than
-/// this library reads), the body length against the
+/// change. Reading checks, in order: the magic and the reserved bits
+/// (another kind of file), the header's length, the version (a newer format
+/// than this library reads), the body length against the
 /// kind's maximum, the file's length, and the checksum; only then is the
 /// body given to the kind's decoder.
 package struct StateFile: Sendable {
     /// Why a file cannot be read as this kind of state.
     package enum Problem: Error, Equatable {
-        /// Not this kind of file at all.
+        /// Not this kind of file at all (another magic, or the header's
+        /// reserved bits set).
         case notThisKind
         /// It ends before the length it announces.
         case truncated
@@ -69,10 +70,11 @@ package struct StateFile: Sendable {
         let fileVersion = header.uint16()
         let reserved = header.uint16()
         let length = Int(header.uint32())
-        // The header is the same in every version, its reserved bits 0:
-        // checked first, so that a file that only starts with the magic (a
-        // text file, say) is not taken for a newer format's.
-        if reserved != 0 { throw .corrupt("reserved header bits set") }
+        // The header is the same in every version, its reserved bits 0: a
+        // file with them set only starts with the magic (a text file, say),
+        // and is not one of this kind, which no save replaces; checked
+        // first, so that it is not taken for a newer format's either.
+        if reserved != 0 { throw .notThisKind }
         if fileVersion > version { throw .newerVersion(fileVersion) }
         if fileVersion == 0 { throw .corrupt("format version 0") }
         if length > maximumBodyLength { throw .corrupt("body length \(length) too large") }

@@ -1,40 +1,37 @@
-// Whether the boot clock this process reads is the kernel's: libfaketime,
-// preloaded without FAKETIME_DONT_FAKE_MONOTONIC=1, fakes the monotonic and
-// boot clocks that `clock_gettime` returns but not the timers a loop arms
-// through the kernel, so a loop would wait for as long as the clocks are
-// faked ahead, silently. The commands that run a loop refuse to start then.
+// Whether the monotonic and boot clocks this process reads are the
+// kernel's: libfaketime, preloaded without FAKETIME_DONT_FAKE_MONOTONIC=1,
+// fakes what `clock_gettime` returns but not the timers a loop arms with
+// the kernel, so a loop's timers would fire at the wrong times (an hour
+// faked ahead, an hour late), silently. The commands that run a loop
+// refuse to start then.
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CTimerCore
 
-/// How far the boot clock read through `clock_gettime` is from the kernel's
-/// own count of the time since boot (`/proc/uptime`, which libfaketime does
-/// not touch), in seconds; nil if either cannot be read.
-func bootClockSkew() -> Double? {
-    var now = timespec()
-    guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return nil }
-    let fd = open("/proc/uptime", O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: 64)
-    let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard count > 0 else { return nil }
-    // "12345.67 23456.78\n": the first field, the seconds since boot.
-    let text = String(decoding: bytes[0..<count], as: UTF8.self)
-    guard let field = text.split(separator: " ").first, let uptime = Double(field) else { return nil }
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - uptime
+/// Whether `clock`, read as the loop reads it, is off the kernel's own
+/// reading of it (`tk_clock_now_kernel`, a system call that no preloaded
+/// library reaches) by more than 50 ms: read between two of the kernel's,
+/// twice, so that a busy machine's pause between reads is not taken for it.
+func isFaked(_ clock: tk_clock) -> Bool {
+    let slack: Int64 = 50_000_000
+    for _ in 0..<2 {
+        var before: Int64 = 0
+        var read: Int64 = 0
+        var after: Int64 = 0
+        guard tk_clock_now_kernel(clock, &before) == 0, tk_clock_now(clock, &read) == 0,
+            tk_clock_now_kernel(clock, &after) == 0
+        else { return false }
+        if read >= before &- slack && read <= after &+ slack { return false }
+    }
+    return true
 }
 
 /// Why a loop cannot be run here, for `command`'s error; nil if it can.
-/// More than 5 s apart (`/proc/uptime` counts hundredths, and a busy
-/// machine may take a while between the two reads) means faked.
 func fakedClocksProblem(_ command: String) -> String? {
-    guard let skew = bootClockSkew(), abs(skew) > 5 else { return nil }
-    let seconds = Int(skew.rounded())
-    return "timerkit \(command): the boot and monotonic clocks read \(seconds) s off the kernel's"
-        + " (libfaketime faking them?); a loop's timers would wait that much longer."
+    let faked = [(TK_CLOCK_MONOTONIC, "monotonic"), (TK_CLOCK_BOOTTIME, "boot")].filter { isFaked($0.0) }
+    guard !faked.isEmpty else { return nil }
+    let names = faked.map(\.1).joined(separator: " and ")
+    return "timerkit \(command): the \(names) clock\(faked.count > 1 ? "s" : "") this process reads"
+        + " \(faked.count > 1 ? "are" : "is") not the kernel's (libfaketime faking \(faked.count > 1 ? "them" : "it")?),"
+        + " so a loop's timers would fire at the wrong times."
         + " Run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock."
 }

@@ -230,6 +230,7 @@ struct CooldownsTests {
         #expect(mkdir(directory, 0o700) == 0)
         defer { rmdir(directory) }
         let socketPath = temporaryPath("socket")
+        defer { removeTemporaryDirectory(of: socketPath) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         #expect(fd >= 0)
         defer { close(fd); unlink(socketPath) }
@@ -464,7 +465,7 @@ struct CooldownsTests {
         try expectRefused(newer, .stateFileFromNewerVersion(9))
         // A text file that starts with the magic: its version field reads
         // as " n" (0x6E20), but the header's reserved bits are set.
-        try expectRefused(Array("TKCD notes on the codes\n".utf8), .stateFileCorrupt("reserved header bits set"))
+        try expectRefused(Array("TKCD notes on the codes\n".utf8), .notAStateFile)
         try expectRefused([], .stateFileTruncated)
         // A save writes each key once: a file that repeats one (byte for
         // byte: "é" as U+00E9 and as "e" + U+0301 are two keys) is not one
@@ -701,21 +702,30 @@ struct CooldownsTests {
         #expect(third.remaining(key: "code") == .seconds(10) + driftOver300Seconds)
     }
 
+    /// A synced process starts a 300 s cooldown, "code" (it ends at server
+    /// time 1_767_000_300), and saves it 100 s in; after a reboot (at 50 s
+    /// of server time later), a process whose clock is not synced yet
+    /// restores it from the 200 s it had left when saved. Returns that
+    /// process.
+    func savedThenRestoredAfterARebootUnsynced(path: String) throws -> (TimerLoop, Cooldowns) {
+        let (loop, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))
+        try loop.advance(by: .seconds(100))
+        try first.save()
+        let (rebooted, second) = try syncedProcess(boot: .seconds(20), bootID: "boot-b", serverTime: nil, path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(second.remaining(key: "code") == .seconds(200))
+        return (rebooted, second)
+    }
+
     @Test("a save made while the trusted clock is not synced keeps the server-time ends the file gave: a second reboot still counts from server time")
     func unsyncedSavesKeepServerTimeEnds() throws {
         let path = temporaryPath("state")
         defer { removeTemporaryDirectory(of: path) }
-        let (loop, first) = try syncedProcess(
-            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
-        try first.cooldown(key: "code", duration: .seconds(300))  // ends at server time 1_767_000_300
-        try loop.advance(by: .seconds(100))
-        try first.save()
-        // A reboot; the clock is not synced yet. The restore counts from the
-        // time left when saved (200 s) and saves at once on this boot; a new
-        // cooldown and a cancel save the file twice more.
-        let (_, second) = try syncedProcess(boot: .seconds(20), bootID: "boot-b", serverTime: nil, path: path)
-        #expect(try second.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
-        #expect(second.remaining(key: "code") == .seconds(200))
+        // The restore saves at once on this boot; a new cooldown and a
+        // cancel save the file twice more.
+        let (_, second) = try savedThenRestoredAfterARebootUnsynced(path: path)
         try second.cooldown(key: "other", duration: .seconds(30))
         #expect(try second.cancel(key: "other"))
         // Another reboot, 250 s of server time after the start: the file
@@ -726,6 +736,72 @@ struct CooldownsTests {
         #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
         #expect(third.remaining(key: "code") == .seconds(50) + driftOver300Seconds)
         #expect(third.remaining(key: "other") == nil)
+    }
+
+    @Test("a file of format version 1, whose server-time ends lack their error bounds: after a reboot, its cooldowns count from the time left")
+    func versionOneServerTimeEndsAreNotRead() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))
+        try loop.advance(by: .seconds(100))
+        try first.save()
+        // The same file as version 1 wrote it (the same layout), its checksum made right.
+        var bytes = try #require(readAll(path))
+        #expect(bytes[4] == 2)
+        bytes[4] = 1
+        bytes.removeLast(4)
+        let crc = CRC32.checksum(bytes)
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((crc >> UInt32(shift)) & 0xFF)) }
+        try write(bytes, to: path)
+        // A reboot, 250 s of server time after the start: version 2 would end
+        // it in 50 s; version 1's end, a reading alone, is not relied on.
+        let (_, second) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_250), path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 0, fromTimeLeft: 1))
+        #expect(second.remaining(key: "code") == .seconds(200))
+    }
+
+    @Test("a save after a reset of the trusted clock keeps the server-time ends of saves made before it")
+    func saveAfterResetKeepsServerTimeEnds() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (loop, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))  // saved while synced
+        // The app drops the clock's samples to sync again; a new cooldown
+        // saves the file before it has.
+        first.trustedClock!.reset()
+        try loop.advance(by: .seconds(100))
+        try first.cooldown(key: "other", duration: .seconds(300))
+        // A reboot, 250 s of server time after the start: "code" still
+        // ends in server time, "other", never placed there, from its time left.
+        let (_, second) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_250), path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 1))
+        #expect(second.remaining(key: "code") == .seconds(50) + driftOver300Seconds)
+        #expect(second.remaining(key: "other") == .seconds(300))
+    }
+
+    @Test("a save once the clock syncs keeps the file's server-time end when its own reading ends later")
+    func syncAfterRestoreKeepsTheEarlierServerTimeEnd() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        // Restored to boot 220, 50 s later in server time than its end.
+        let (loop2, second) = try savedThenRestoredAfterARebootUnsynced(path: path)
+        // 10 s later the clock syncs (server time 1_767_000_160), and a save
+        // follows: its reading of the end is 1_767_000_350, the file's 300.
+        try loop2.advance(by: .seconds(10))
+        let boot = loop2.now(.boot)
+        try second.trustedClock!.sync(with: TimeSample(
+            serverTime: .seconds(1_767_000_160), sentAt: boot, receivedAt: boot))
+        try second.save()
+        // Another reboot at server time 1_767_000_250: 50 s left, not 100.
+        let (_, third) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-c", serverTime: .seconds(1_767_000_250), path: path)
+        #expect(try third.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(third.remaining(key: "code") == .seconds(50) + driftOver300Seconds)
     }
 
     @Test("a server-time end the file gave stays with its cooldown only: a new cooldown for the key after it ended, saved unsynced, has none")

@@ -340,15 +340,22 @@ struct TrustedClockPersistenceTests {
         try expectRefused(other + [1, 2, 3], .stateFileFromNewerVersion(0x1234))
     }
 
-    @Test("a text file that starts with the magic is corrupt, not from a newer version")
+    @Test("a text file that starts with the magic is not a state file, nor from a newer version, and no save replaces it")
     func textStartingWithTheMagic() throws {
         // Its version field reads as " s" (0x7320), its reserved one as "av".
-        try expectRefused(Array("TKTS saved by hand\n".utf8), .stateFileCorrupt("reserved header bits set"))
+        let text = Array("TKTS saved by hand\n".utf8)
+        try expectRefused(text, .notAStateFile)
+        let directory = TrustedTestDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes")
+        trustedTestWrite(text, to: path)
+        #expect(throws: TrustedTimeError.notAStateFile) { try syncedClock(ScriptedReadings()).save(to: path) }
+        #expect(trustedTestRead(path) == text, "a save replaced the text")
         // A newer version keeps the reserved bits 0.
         var bytes = try validBytes()
         bytes[4] = 2
         bytes[6] = 1
-        try expectRefused(resealed(bytes), .stateFileCorrupt("reserved header bits set"))
+        try expectRefused(resealed(bytes), .notAStateFile)
     }
 
     @Test("corrupt files: flipped bits, trailing bytes, impossible values")
@@ -372,6 +379,8 @@ struct TrustedClockPersistenceTests {
             } catch {
                 switch error {
                 case .stateFileCorrupt, .stateFileTruncated: break
+                // The header's reserved bits: set, the file is not of this kind.
+                case .notAStateFile where (6..<8).contains(index): break
                 default: Issue.record("flipped bit at \(index): \(error) (seed \(seed))")
                 }
             }
