@@ -432,7 +432,8 @@ int tk_clock_now(tk_clock clock, int64_t *now_ns);
  * monotonic or boot clock differ, its timers fire when the kernel's clock,
  * not the one read, reaches their deadlines: a program can compare the two
  * first and refuse to run. Returns 0, -EINVAL for an unknown clock or a
- * NULL pointer, or the system call's negative errno. Slower than
+ * NULL pointer, -ENOSYS in a 32-bit build (where the system call's timespec
+ * may not be <time.h>'s), or the system call's negative errno. Slower than
  * tk_clock_now (a system call each time). (API version 16.)
  */
 int tk_clock_now_kernel(tk_clock clock, int64_t *now_ns);

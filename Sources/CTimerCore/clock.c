@@ -32,10 +32,16 @@ int tk_clock_now(tk_clock clock, int64_t *now_ns) {
 
 int tk_clock_now_kernel(tk_clock clock, int64_t *now_ns) {
     if (now_ns == NULL || (unsigned)clock >= TK_CLOCK_COUNT) return -EINVAL;
+#if defined(SYS_clock_gettime) && defined(__LP64__)
+    /* 64-bit only, as the loop's raw timerfd_settime: elsewhere the kernel's
+     * timespec may not be the one <time.h> declares. */
     struct timespec ts;
     if (syscall(SYS_clock_gettime, tk__clock_ids[clock], &ts) != 0) return -errno;
     *now_ns = tk__timespec_to_ns(ts);
     return 0;
+#else
+    return -ENOSYS;
+#endif
 }
 
 int tk_clock_resolution(tk_clock clock, int64_t *resolution_ns) {

@@ -44,8 +44,9 @@ import TrustedTime
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
 /// and the cooldown was saved with its end in server time (the clock was
-/// synced when it was saved, or the cooldown was restored from a file that
-/// held that end: a save before the clock syncs keeps it), it ends at that
+/// synced at that save or an earlier one, or the cooldown was restored from
+/// a file that held that end: a save before the clock syncs, or after a
+/// reset, keeps it), it ends at that
 /// end in server time, allowing for the error bounds of the readings at the
 /// save and now: it may end that much later, never earlier. Otherwise
 /// it resumes with the time it had left when it was saved: it may end later
@@ -182,6 +183,7 @@ public final class Cooldowns: Sendable {
             let cooldown = Cooldown(
                 key: key.string, countdown: center.add(endingAt: end), duration: duration, end: end)
             running.cooldowns[key] = cooldown
+            running.forgetServerEnd(of: key)
             return (cooldown, true)
         }
         if started, file != nil {
@@ -256,6 +258,7 @@ public final class Cooldowns: Sendable {
         let key = CooldownKey(key)
         let (removed, unsaved) = running.withLock { running -> (Cooldown?, Bool) in
             let removed = running.cooldowns.removeValue(forKey: key)
+            running.forgetServerEnd(of: key)
             // The file may hold the key if it ran (a save wrote it), if the
             // file could not be read, or if an earlier cancel of it is not
             // saved yet; otherwise there is nothing to hold against it.
@@ -562,8 +565,9 @@ public final class Cooldowns: Sendable {
     /// Runs a restored cooldown, unless its key was cancelled since the
     /// last save, or one for the key ends as late already. One that ends
     /// earlier is moved to the later end in place: the same countdown, whose
-    /// observations go on and hear its end there. The cooldown run keeps
-    /// `serverEnd`, the server-time end the file gave it, for later saves.
+    /// observations go on and hear its end there. A new cooldown run keeps
+    /// `serverEnd`, the server-time end the file gave it, for later saves;
+    /// a moved one has none known.
     private func resume(key: String, end: BootClock.Instant, duration: Duration, serverEnd: Duration?) -> Resumed {
         let end = Self.withinRange(end)
         let key = CooldownKey(key)
@@ -576,7 +580,12 @@ public final class Cooldowns: Sendable {
                 if center.moveEnd(of: current.countdown, to: end) {
                     running.cooldowns[key] = Cooldown(
                         key: key.string, countdown: current.countdown, duration: duration, end: end)
-                    running.noteServerEnd(serverEnd, of: key, endingAt: end)
+                    // None known: the file's bounds its own cooldown's true
+                    // end, not this one's, which may lie later (one the file
+                    // holds from its time left after a reboot ends later on
+                    // the boot clock than in server time). The next save
+                    // that can read server time places it.
+                    running.noteServerEnd(nil, of: key, endingAt: end)
                     return .resumed
                 }
                 // It ended meanwhile (on the loop's thread): a new one.

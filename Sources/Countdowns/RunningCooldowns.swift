@@ -44,6 +44,12 @@ struct RunningCooldowns {
         serverEnds[key] = serverEnd.map { (end, $0) }
     }
 
+    /// Forgets the server-time end known for `key`'s cooldown: it was
+    /// cancelled, or a new one started.
+    mutating func forgetServerEnd(of key: CooldownKey) {
+        serverEnds[key] = nil
+    }
+
     /// The server-time end known for `cooldown`, if it is the cooldown it
     /// was noted for.
     func serverEnd(of cooldown: Cooldowns.Cooldown) -> Duration? {

@@ -763,6 +763,35 @@ struct CooldownsTests {
         #expect(second.remaining(key: "code") == .seconds(200))
     }
 
+    @Test("a cooldown that a restore moves to the file's later end takes no server-time end from the file, which bounds the file's cooldown, not this one")
+    func movedCooldownTakesNoServerTimeEndFromTheFile() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, first) = try syncedProcess(
+            boot: .seconds(5_000), bootID: "boot-a", serverTime: .seconds(1_767_000_000), path: path)
+        try first.cooldown(key: "code", duration: .seconds(300))  // to boot 5_300, saved
+        // Another Cooldowns on the file saved a later end for the key on the
+        // boot clock, with a server-time end that has passed (as one
+        // restored from its time left after a reboot has).
+        let later = CooldownStateFile.Entry(
+            key: "code", end: BootClock.Instant(offset: .seconds(5_350)), duration: .seconds(400),
+            trustedEnd: .seconds(1_767_000_000 - 10))
+        try write(
+            CooldownStateFile.encode(CooldownStateFile.Contents(
+                bootID: "boot-a", savedAt: BootClock.Instant(offset: .seconds(5_000)), entries: [later])),
+            to: path)
+        #expect(try first.restore() == .sameBoot(restored: 1))
+        #expect(first.remaining(key: "code") == .seconds(350))
+        try first.save()
+        // A reboot, 100 s of server time later: the 250 s left of its
+        // boot-clock end (read in server time when saved, with the 17.5 ms
+        // the 350 s since the sync allow), not the passed end of the file.
+        let (_, second) = try syncedProcess(
+            boot: .seconds(20), bootID: "boot-b", serverTime: .seconds(1_767_000_100), path: path)
+        #expect(try second.restore() == .anotherBoot(fromServerTime: 1, fromTimeLeft: 0))
+        #expect(second.remaining(key: "code") == .seconds(250) + .microseconds(17_500))
+    }
+
     @Test("a save after a reset of the trusted clock keeps the server-time ends of saves made before it")
     func saveAfterResetKeepsServerTimeEnds() throws {
         let path = temporaryPath("state")
