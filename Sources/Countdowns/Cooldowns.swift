@@ -381,8 +381,8 @@ public final class Cooldowns: Sendable {
         let now = center.loop.now(.boot)
         // The cancels not saved yet, taken with the running cooldowns: the
         // file written holds what each of them left (nothing for the key,
-        // or a cooldown started for it since).
-        // Each with its server-time end: the earlier of the one read now, if
+        // or a cooldown started for it since). Each cooldown with its
+        // server-time end: the earlier of the one read now, if
         // the trusted clock is synced, and the one known for it (from the
         // file it was restored from, or an earlier save), each the latest
         // the end can be. So a save before the clock syncs, or after a

@@ -133,7 +133,7 @@ public final class CountdownCenter: Sendable {
             throw .timer(error)
         }
         if case .trusted(let clock) = timeBase {
-            trustedOffset = ThreadLocked(Self.offset(of: clock))
+            trustedOffset = ThreadLocked(Self.offset(of: clock).offset)
             sampleObserver = clock.addSampleObserver { weakCenter.center?.timeBaseChanged() }
         } else {
             trustedOffset = ThreadLocked(.zero)
@@ -147,7 +147,10 @@ public final class CountdownCenter: Sendable {
             // `timeBaseChanged()`, which reads under the same lock.
             // Unsynced then (a reset came meanwhile), it keeps the reading
             // above, as `timeBaseChanged()` keeps what it holds.
-            trustedOffset.withLock { $0 = Self.syncedOffset(of: clock) ?? $0 }
+            trustedOffset.withLock { current in
+                let now = Self.offset(of: clock)
+                if now.isSynced { current = now.offset }
+            }
         }
     }
 
@@ -174,18 +177,12 @@ public final class CountdownCenter: Sendable {
         }
     }
 
-    /// Server time minus boot time on `clock` now: constant while its
-    /// samples are (the wall clock's offset before its first sync).
-    private static func offset(of clock: TrustedClock) -> Duration {
+    /// Server time minus boot time on `clock` now, constant while its
+    /// samples are (the wall clock's offset while it has none), and whether
+    /// it is synced, from one reading.
+    private static func offset(of clock: TrustedClock) -> (offset: Duration, isSynced: Bool) {
         let reading = clock.reading()
-        return reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset)
-    }
-
-    /// ``offset(of:)``, if the clock is synced (read in the same reading).
-    private static func syncedOffset(of clock: TrustedClock) -> Duration? {
-        let reading = clock.reading()
-        guard reading.time.isSynced else { return nil }
-        return reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset)
+        return (reading.time.sinceEpoch.subtractingSaturating(reading.boot.offset), reading.time.isSynced)
     }
 
     /// `instant` of the boot clock on the time base, rounded up to whole
@@ -569,7 +566,8 @@ public final class CountdownCenter: Sendable {
         // time is the wall clock's then, which the user may have set.
         let (old, offset) = trustedOffset.withLock { current in
             let old = current
-            if let synced = Self.syncedOffset(of: clock) { current = synced }
+            let now = Self.offset(of: clock)
+            if now.isSynced { current = now.offset }
             return (old, current)
         }
         let baseNow = now().base

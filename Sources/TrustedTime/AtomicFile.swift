@@ -121,12 +121,8 @@ package enum AtomicFile {
         // another program has one of those (/dev/null, for a process that
         // may write in /dev). Refused as `read` refuses them.
         var existing = stat()
-        if lstat(path, &existing) == 0 {
-            switch existing.st_mode & S_IFMT {
-            case S_IFREG, S_IFLNK: break
-            case S_IFDIR: throw SystemError(errno: .isDirectory, function: "open")
-            default: throw SystemError(errno: .invalidArgument, function: "open")
-            }
+        if lstat(path, &existing) == 0, existing.st_mode & S_IFMT != S_IFLNK {
+            try requireRegularFile(existing, directoryRefusedBy: "open")
         }
         let temporary = temporaryPath(for: path)
         let fd = try retrying { () throws(SystemError) in
@@ -206,10 +202,15 @@ package enum AtomicFile {
         _ = close(directoryFD)  // read-only: closing cannot lose data
     }
 
-    private static func requireRegularFile(_ status: stat) throws(SystemError) {
+    /// Throws unless `status` is a regular file's: `EISDIR` for a directory,
+    /// from the call that refuses it (`read` for a read, `open` for a write),
+    /// and `EINVAL` from `open` for anything else.
+    private static func requireRegularFile(
+        _ status: stat, directoryRefusedBy directoryCall: String = "read"
+    ) throws(SystemError) {
         switch status.st_mode & S_IFMT {
         case S_IFREG: return
-        case S_IFDIR: throw SystemError(errno: .isDirectory, function: "read")
+        case S_IFDIR: throw SystemError(errno: .isDirectory, function: directoryCall)
         default: throw SystemError(errno: .invalidArgument, function: "open")
         }
     }

@@ -97,10 +97,7 @@ enum DemoCommand: Subcommand {
                 return usageError("unknown option \(printable: argument)")
             }
         }
-        if let problem = fakedClocksProblem("demo") {
-            printError(problem)
-            return 1
-        }
+        if refusesForFakedClocks("demo") { return 1 }
         return reportingErrors { try Demo(options: options).run() }
     }
 

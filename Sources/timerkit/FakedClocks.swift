@@ -25,13 +25,16 @@ func isFaked(_ clock: tk_clock) -> Bool {
     return true
 }
 
-/// Why a loop cannot be run here, for `command`'s error; nil if it can.
-func fakedClocksProblem(_ command: String) -> String? {
+/// Whether `command` must not run a loop here: if so, it has said why on
+/// standard error.
+func refusesForFakedClocks(_ command: String) -> Bool {
     let faked = [(TK_CLOCK_MONOTONIC, "monotonic"), (TK_CLOCK_BOOTTIME, "boot")].filter { isFaked($0.0) }
-    guard !faked.isEmpty else { return nil }
+    guard !faked.isEmpty else { return false }
     let names = faked.map(\.1).joined(separator: " and ")
-    return "timerkit \(command): the \(names) clock\(faked.count > 1 ? "s" : "") this process reads"
-        + " \(faked.count > 1 ? "are" : "is") not the kernel's (libfaketime faking \(faked.count > 1 ? "them" : "it")?),"
-        + " so a loop's timers would fire at the wrong times."
-        + " Run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock."
+    printError(
+        "timerkit \(command): the \(names) clock\(faked.count > 1 ? "s" : "") this process reads"
+            + " \(faked.count > 1 ? "are" : "is") not the kernel's (libfaketime faking \(faked.count > 1 ? "them" : "it")?),"
+            + " so a loop's timers would fire at the wrong times."
+            + " Run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock.")
+    return true
 }

@@ -79,10 +79,7 @@ enum FpsCommand: Subcommand {
                 return usageError("unknown option \(printable: argument)")
             }
         }
-        if let problem = fakedClocksProblem("fps") {
-            printError(problem)
-            return 1
-        }
+        if refusesForFakedClocks("fps") { return 1 }
         return reportingErrors { try FpsRun(options: options).run() }
     }
 
