@@ -26,6 +26,8 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      17  Added: tk_loop_set_hold, and tk_loop_cancel_record's result 2,
+ *          which only a loop with a hold gives.
  *      16  Added: tk_clock_now_kernel.
  *      15  A stop is the run's that was innermost when it was asked for,
  *          as the header always said: a run that a callback starts after
@@ -143,7 +145,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 16
+#define TK_API_VERSION 17
 
 /* ------------------------------------------------------------------------
  * Types
@@ -251,10 +253,15 @@ typedef void (*tk_timer_fn)(tk_loop *loop, tk_timer_id timer, uint64_t missed,
 typedef void (*tk_io_fn)(tk_loop *loop, int fd, uint32_t events, void *context);
 
 /**
- * Called when the loop lets go of a timer's context for good; see
- * tk_loop_set_release_handler.
+ * Called when the loop lets go of a timer's context for good, or of its
+ * hold's (tk_loop_set_hold); see tk_loop_set_release_handler.
  */
 typedef void (*tk_release_fn)(tk_loop *loop, void *context);
+
+/**
+ * Called when the loop's hold begins; see tk_loop_set_hold.
+ */
+typedef void (*tk_hold_fn)(tk_loop *loop, void *context);
 
 /**
  * Called when the wall clock (CLOCK_REALTIME) was stepped: set by a user, an
@@ -714,11 +721,52 @@ int tk_loop_set_clock_change_handler(tk_loop *loop, tk_clock_change_fn fn,
  * timer's callback returns without rescheduling it, and for every pending
  * timer when the loop is destroyed. It runs with no loop lock held, on the
  * thread that caused it; it may call the loop (tk_loop_destroy from it
- * returns -EBUSY), except when called from tk_loop_destroy.
+ * returns -EBUSY), except when called from tk_loop_destroy. It also gets the
+ * context of the loop's hold when that ends (tk_loop_set_hold).
  * This is how a context that owns a reference (e.g. a retained object) is
  * released safely while other threads cancel. Set it before scheduling.
  */
 int tk_loop_set_release_handler(tk_loop *loop, tk_release_fn fn);
+
+/**
+ * Gives the loop a hold on `context` for as long as it holds timers with
+ * records of the caller's (tk_loop_schedule_record): one hold for all of
+ * them, for a caller whose records keep the loop alive. That is how
+ * TimerKit's TimerLoop stays alive while LoopTimers are scheduled on it,
+ * where a reference to the loop per timer would cost two atomic operations
+ * per schedule and cancel. (API version 17.)
+ *
+ *   - The hold begins when tk_loop_schedule_record schedules a timer while
+ *     the loop holds no other timer with a record: that call calls
+ *     `fn(loop, context)` under the loop's lock, before it returns (to
+ *     retain an object, for example). `fn` must not call the loop or block.
+ *   - It ends when the loop is done with the last such timer (see
+ *     tk_loop_schedule_record). The call that ends it hands `context` to
+ *     the release handler (tk_loop_set_release_handler), with no loop lock
+ *     held, after it has handed on the timer's own context. That call is
+ *     tk_loop_cancel, tk_loop_cancel_take, tk_loop_fire, tk_loop_run or
+ *     tk_loop_advance (a one-shot's last callback returned), or
+ *     tk_loop_destroy, after the contexts of the timers it frees. With no
+ *     release handler, the hold just ends. tk_loop_cancel_record is the
+ *     exception: it returns 2, and `context` is its caller's to release.
+ *   - A hold can begin again after it ended, any number of times.
+ *
+ * A release handler that gets the hold runs inside one of those calls,
+ * which goes on using the loop after it returns (tk_loop_destroy from it
+ * returns -EBUSY): a caller whose hold keeps the loop alive keeps a
+ * reference of its own across each of them, as TimerKit's run and fire do.
+ *
+ * The loop keeps `fn` and `context` until they are set again. A NULL `fn`
+ * (with a NULL `context`) sets no hold, as before the first call. Set the
+ * hold when no other thread can end it: whoever gets a hold that ended
+ * (the release handler, or the caller of tk_loop_cancel_record) gets the
+ * context set when it began, and a caller handed it back by 2 must know
+ * which that was. Returns 0, -EINVAL for a NULL loop or a `context`
+ * without `fn`, and -EBUSY while the loop holds a timer with a record (the
+ * hold in force could not end as it began); the hold is then left as it
+ * was.
+ */
+int tk_loop_set_hold(tk_loop *loop, tk_hold_fn fn, void *context);
 
 /** Copies the loop's counters into `*stats`. 0 or -EINVAL. */
 int tk_loop_get_stats(tk_loop *loop, tk_loop_stats *stats);
@@ -856,12 +904,13 @@ typedef struct tk_timer_record {
  * with the timer, and must stay where it is, unread and unwritten, until
  * then. The loop is done with it:
  *   - when tk_loop_cancel_take or tk_loop_cancel_record hands `context`
- *     back (it returns 1);
+ *     back (it returns 1, or tk_loop_cancel_record 2);
  *   - otherwise, when it hands `context` to its release handler (see
  *     tk_loop_set_release_handler);
  *   - if the loop has no release handler at that moment, once
  *     tk_loop_destroy returns.
- * The record may then be scheduled again, on any loop, or freed.
+ * The record may then be scheduled again, on any loop, or freed. A loop with
+ * a hold (tk_loop_set_hold) keeps it while it holds any timer with a record.
  *
  * Returns what tk_loop_schedule returns, -EINVAL for a NULL or misaligned
  * record, and -EBUSY for a record the loop sees in use: one whose timer the
@@ -916,7 +965,9 @@ int tk_loop_cancel_take(tk_loop *loop, tk_timer_id timer, void **context);
  * own has just read (TimerKit's LoopTimer does this).
  *
  * Returns 1 with the context handed back, 0 while a callback of the timer
- * runs, as tk_loop_cancel_take does; -ENOENT for a record that holds no
+ * runs, as tk_loop_cancel_take does; 2 as 1, when this ends the loop's hold
+ * (tk_loop_set_hold), whose context is then the caller's, not the release
+ * handler's; -ENOENT for a record that holds no
  * live timer of this loop: one never scheduled (zeroed), one the loop is
  * done with, one another loop holds, and for a timer that is cancelled, or
  * is a one-shot that fired (as its handle would); -EINVAL for a NULL loop,

@@ -133,6 +133,11 @@ struct tk_loop {
     uint32_t next_seq;
     uint32_t pass; /* counts passes; a timer placed during the current pass waits */
     uint32_t slots_used; /* slots off the free list: live timers, pending or not */
+    /* Live timers whose records are the caller's, and the hold the loop
+     * keeps while there are any (tk_loop_set_hold). */
+    uint32_t records_held;
+    tk_hold_fn hold_fn;
+    void *hold_context;
     /* Offsets both halves of every handle the loop gives out, so that a
      * handle from another loop names no timer here (see make_id). */
     uint32_t handle_key;

@@ -217,8 +217,12 @@ static int make_slots(tk_loop *loop) {
 }
 
 /* Frees `slot`, whose record is `timer`. Its generation moves on when the
- * slot is taken again (take_slot). */
-static void release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
+ * slot is taken again (take_slot). Returns 1 if that ends the loop's hold
+ * (tk_loop_set_hold): the caller hands the hold on once the lock is
+ * dropped. */
+static int release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
+    /* A live slot's record is the table's (NULL) or the caller's. */
+    int caller_record = loop->slots != NULL && loop->slots[slot].record != NULL;
     timer->state = TK__TIMER_FREE;
     timer->fn = NULL;
     timer->context = NULL;
@@ -226,21 +230,23 @@ static void release_slot(tk_loop *loop, uint32_t slot, tk__timer *timer) {
     loop->positions[slot] = loop->free_slot;
     loop->free_slot = slot;
     loop->slots_used--;
+    /* The hold cannot be set while records are held, so a hold function
+     * here was there when the first of them was scheduled. */
+    return caller_record && --loop->records_held == 0 && loop->hold_fn != NULL;
 }
 
 /* Ends a timer that was taken out of the pending ones. If no callback of it
- * is running, frees the slot and returns 1: the caller hands `*context` to
- * the release handler once the lock is dropped. Otherwise the handle goes
- * stale at once and the last callback to return frees the slot (see
- * finish_callback); returns 0. */
+ * is running, frees the slot and returns 1, or 2 if that ends the loop's
+ * hold: the caller hands `*context` (and the hold) to the release handler
+ * once the lock is dropped. Otherwise the handle goes stale at once and the
+ * last callback to return frees the slot (see finish_callback); returns 0. */
 static int let_go(tk_loop *loop, uint32_t slot, tk__timer *timer, void **context) {
     if (timer->callbacks > 0) {
         timer->state = TK__TIMER_CANCELLED;
         return 0;
     }
     *context = timer->context;
-    release_slot(loop, slot, timer);
-    return 1;
+    return release_slot(loop, slot, timer) ? 2 : 1;
 }
 
 /* Calls the release handler, with the lock dropped, for the context of a
@@ -259,6 +265,14 @@ static void release_context(tk_loop *loop, tk_timer_fn fn, void *context) {
     }
     pthread_mutex_lock(&loop->lock);
     loop->releasing--;
+}
+
+/* Hands the context of the loop's hold, which just ended, to the release
+ * handler, with the lock dropped (see tk_loop_set_hold). The context is read
+ * as the hold ends, before the lock is dropped: once no record is held, the
+ * hold may be set anew. */
+static void release_hold(tk_loop *loop, void *hold) {
+    release_context(loop, NULL, hold);
 }
 
 /* ---- Counting pending timers by clock and mode -------------------------- */
@@ -421,6 +435,7 @@ void tk__timers_init(tk_loop *loop) {
     loop->slots = NULL;
     loop->timer_capacity = 0;
     loop->slots_used = 0;
+    loop->records_held = 0;
     loop->free_slot = TK__NO_SLOT;
     loop->next_seq = 0;
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_init(&loop->heaps[clock]);
@@ -431,6 +446,9 @@ void tk__timers_init(tk_loop *loop) {
 }
 
 void tk__timers_free(tk_loop *loop) {
+    /* The hold goes after the contexts of the timers that kept it. */
+    int held = loop->records_held > 0 && loop->hold_fn != NULL;
+    void *hold = loop->hold_context;
     for (uint32_t slot = 0; slot < loop->timer_capacity; slot++) {
         tk__timer *timer = timer_at(loop, slot);
         if (timer->state == TK__TIMER_FREE) continue;
@@ -445,6 +463,7 @@ void tk__timers_free(tk_loop *loop) {
             loop->release_fn(loop, context);
         }
     }
+    if (held && loop->release_fn != NULL) loop->release_fn(loop, hold);
     tk__frame_tickers_free_stopped(loop, loop->release_fn);
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_free(&loop->heaps[clock]);
     tk__heap_free(&loop->parked);
@@ -490,6 +509,9 @@ static int schedule_new(tk_loop *loop, tk__timer *record, const tk_timer_spec *s
         if (record != NULL) {
             ((tk__caller_record *)(void *)record)->loop = loop;
             record->slot = slot;
+            if (loop->records_held++ == 0 && loop->hold_fn != NULL) {
+                loop->hold_fn(loop, loop->hold_context);
+            }
         }
         tk__timer *timer = timer_at(loop, slot);
         timer->callbacks = 0;
@@ -516,18 +538,27 @@ int tk_loop_schedule_record(tk_loop *loop, tk_timer_record *record,
 
 /* Cancels the live timer in `slot`, whose record is `timer`; with `taken`,
  * hands its context back there when the loop lets go of it at once.
- * tk_loop_cancel's result, or 1 for a context handed back. Lock held. */
-static int cancel_live(tk_loop *loop, uint32_t slot, tk__timer *timer, void **taken) {
+ * tk_loop_cancel's result, or 1 for a context handed back. With
+ * `hold_taken`, also hands back the loop's hold if this ends it, and returns
+ * 2 then; without, the release handler gets the hold. Lock held. */
+static int cancel_live(tk_loop *loop, uint32_t slot, tk__timer *timer, void **taken,
+                       int hold_taken) {
     withdraw(loop, slot, timer);
     tk_timer_fn fn = timer->fn;
     void *context;
-    if (!let_go(loop, slot, timer, &context)) return 0;
+    int freed = let_go(loop, slot, timer, &context);
+    if (freed == 0) return 0;
+    void *hold = freed == 2 ? loop->hold_context : NULL;
+    int hold_ends = freed == 2;
     /* A frame ticker's timer is the ticker's to take back. */
     if (taken != NULL && fn != tk__frame_ticker_fire) {
         *taken = context;
+        if (hold_ends && hold_taken) return 2;
+        if (hold_ends) release_hold(loop, hold);
         return 1;
     }
     release_context(loop, fn, context);
+    if (hold_ends) release_hold(loop, hold);
     return 0;
 }
 
@@ -537,7 +568,7 @@ static int cancel(tk_loop *loop, tk_timer_id id, void **taken) {
     pthread_mutex_lock(&loop->lock);
     uint32_t slot;
     tk__timer *timer = lookup(loop, id, &slot);
-    int result = timer != NULL ? cancel_live(loop, slot, timer, taken) : -ENOENT;
+    int result = timer != NULL ? cancel_live(loop, slot, timer, taken, 0) : -ENOENT;
     pthread_mutex_unlock(&loop->lock);
     return result;
 }
@@ -562,7 +593,21 @@ int tk_loop_cancel_record(tk_loop *loop, tk_timer_record *record, void **context
      * for that write: with many timers pending, asking for the slot's cache
      * line now fetches it while the heap's entries are read. */
     if (timer != NULL) __builtin_prefetch(&loop->slots[slot], 1);
-    int result = timer != NULL ? cancel_live(loop, slot, timer, context) : -ENOENT;
+    int result = timer != NULL ? cancel_live(loop, slot, timer, context, 1) : -ENOENT;
+    pthread_mutex_unlock(&loop->lock);
+    return result;
+}
+
+int tk_loop_set_hold(tk_loop *loop, tk_hold_fn fn, void *context) {
+    if (loop == NULL || (fn == NULL && context != NULL)) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    /* A hold set or cleared while records are held would end without
+     * having begun, or begin without ending. */
+    int result = loop->records_held > 0 ? -EBUSY : 0;
+    if (result == 0) {
+        loop->hold_fn = fn;
+        loop->hold_context = context;
+    }
     pthread_mutex_unlock(&loop->lock);
     return result;
 }
@@ -677,8 +722,10 @@ static void finish_callback(tk_loop *loop, uint32_t slot) {
     if (timer->state != TK__TIMER_FIRING && timer->state != TK__TIMER_CANCELLED) return;
     tk_timer_fn fn = timer->fn;
     void *context = timer->context;
-    release_slot(loop, slot, timer);
+    int hold_ends = release_slot(loop, slot, timer);
+    void *hold = loop->hold_context;
     release_context(loop, fn, context);
+    if (hold_ends) release_hold(loop, hold);
 }
 
 int tk_loop_fire(tk_loop *loop, tk_timer_id id) {

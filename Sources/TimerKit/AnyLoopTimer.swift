@@ -52,9 +52,16 @@ public class AnyLoopTimer: @unchecked Sendable {
     /// scheduled, validity, and the settings to schedule it with (the C table
     /// holds the ones in force once it is scheduled).
     struct State {
-        /// The loop it is scheduled on, kept alive while it is.
+        /// The loop it is scheduled on. Not a reference of the timer's own:
+        /// the loop keeps itself alive while it holds any timer's record
+        /// (its hold, `tk_loop_set_hold`), and while this is set, under the
+        /// timer's lock, the loop holds this timer's record: every call
+        /// that ends the timer in the loop clears this first, under the
+        /// lock, and `invalidate()` makes its cancel under the lock (see
+        /// there). That saves two atomic operations per schedule and
+        /// invalidate on the loop's reference count.
         // The fields go widest first, so that the object stays small.
-        var loop: TimerLoop?
+        var loopReference: Unmanaged<TimerLoop>?
         var id: tk_timer_id = 0
         /// Before scheduling: the delay from being added, or the absolute fire date.
         var firstFire: Int64
@@ -64,6 +71,18 @@ public class AnyLoopTimer: @unchecked Sendable {
         var modes: tk_mode_set = 0
         /// ``isValid``, ``firstFireIsAbsolute`` and ``isPrecise``, a bit each.
         private var flags: UInt8
+
+        /// The loop it is scheduled on (see ``loopReference``).
+        var loop: TimerLoop? {
+            get { loopReference?.takeUnretainedValue() }
+            set { loopReference = newValue.map(Unmanaged.passUnretained) }
+        }
+
+        /// The C loop it is scheduled on, read without touching the loop's
+        /// reference count (see ``loopReference``).
+        var loopHandle: OpaquePointer? {
+            loopReference?._withUnsafeGuaranteedRef { $0.handle }
+        }
 
         private static let valid: UInt8 = 1
         private static let absolute: UInt8 = 2
@@ -310,29 +329,43 @@ public class AnyLoopTimer: @unchecked Sendable {
         // The C loop holds a reference to this timer and lets go of it once
         // no callback can be given it any more. An action already past the
         // validity check in `runActionIfValid` may finish.
-        let (loop, ended) = withState { state in
+        //
+        // The cancel is made under the timer's lock. The timer holds no
+        // reference to its loop (see `State.loop`): the loop is alive while
+        // it holds the timer's record, and a one-shot's fire, which ends
+        // the record when its callback returns, takes the lock in that
+        // callback first, so it cannot end the record, and with it maybe
+        // the loop's hold, between the read of the loop here and the cancel.
+        var context: UnsafeMutableRawPointer?
+        let (result, ended, endedLoop) = withState {
+            state -> (Int32, Bool, Unmanaged<TimerLoop>?) in
             let ended = state.isValid
-            let taken = state.loop
             state.isValid = false
-            state.loop = nil
-            return (taken, ended)
+            guard let loop = state.loopReference, let handle = state.loopHandle else {
+                return (-ENOENT, ended, nil)
+            }
+            state.loopReference = nil
+            // The record names the timer: it is this timer's until the loop
+            // is done with it, and nothing schedules it again once it is
+            // invalid.
+            let result = tk_loop_cancel_record(handle, recordPointer, &context)
+            // 2: the loop's hold ends with this timer, and is released
+            // below, once the lock is let go of: the loop may be freed.
+            return (result, ended, result == 2 ? loop : nil)
         }
         if ended { letGoOfAction() }
-        guard let loop else { return }
-        // The record names the timer: it is this timer's until the loop is
-        // done with it, and nothing schedules it again once it is invalid.
-        // 1: the loop let go of the timer and handed back its reference
-        // (the context passed at schedule), which is released here rather
-        // than by the loop's release handler. 0: a callback of it runs, and
-        // the release handler gets the reference when it returns. -ENOENT: a
-        // one-shot that fired meanwhile; nothing is left to cancel.
-        var context: UnsafeMutableRawPointer?
-        let result = tk_loop_cancel_record(loop.handle, recordPointer, &context)
-        if result == 1, let context {
+        // 1 or 2: the loop let go of the timer and handed back its
+        // reference (the context passed at schedule), which is released
+        // here rather than by the loop's release handler. 0: a callback of
+        // it runs, and the release handler gets the reference when it
+        // returns. -ENOENT: a one-shot that fired meanwhile, or a timer on
+        // no loop; nothing is left to cancel.
+        if result == 1 || result == 2, let context {
             Unmanaged<AnyLoopTimer>.fromOpaque(context).release()
         } else if result != -ENOENT {
             SystemError.expectSuccess(result, "tk_loop_cancel_record")
         }
+        endedLoop?.release()
     }
 
     // MARK: The C side

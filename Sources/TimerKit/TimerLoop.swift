@@ -97,6 +97,15 @@ public final class TimerLoop: @unchecked Sendable {
             SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
             _ = try TimerError.check(result, "tk_loop_set_release_handler")
         }
+        // While the C loop holds LoopTimers' records, it holds a reference
+        // to this loop: one for all of them, where one per timer would cost
+        // two atomic operations per schedule and invalidate. The release
+        // handler, or a LoopTimer's invalidate, lets go of it.
+        SystemError.expectSuccess(
+            tk_loop_set_hold(
+                handle, { _, loop in _ = Unmanaged<TimerLoop>.fromOpaque(loop!).retain() },
+                Unmanaged.passUnretained(self).toOpaque()),
+            "tk_loop_set_hold")
         installJobRunner()
     }
 
@@ -136,8 +145,9 @@ public final class TimerLoop: @unchecked Sendable {
 
     deinit {
         // Nothing runs the loop now (a run holds a reference), and scheduled
-        // timers keep their loop alive, so few are left here; the release
-        // handler lets go of any that are.
+        // timers keep their loop alive (LoopTimers through the C loop's
+        // hold), so few are left here; the release handler lets go of any
+        // that are.
         SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
     }
 

@@ -132,7 +132,7 @@ typedef struct world {
     size_t nissued, capissued;
     /* The loop: the records of timers scheduled with tk_loop_schedule_record,
      * each allocated on its own, freed once tk_loop_destroy has returned (the
-     * loop has no release handler). */
+     * loop's release handler takes only its hold). */
     tk_timer_record **records;
     size_t nrecords, caprecords;
     /* The loop: by timer, its record, or NULL for one in the table. */
@@ -184,6 +184,28 @@ static void ref_world_timer_fn(ref_sched *ref, uint64_t id, uint64_t missed, voi
                 ref == &W_REF.ref && rec < W_REF.nrec && W_REF.handles[rec] == id);
 }
 
+/* The loop's hold (tk_loop_set_hold): begun when the first timer with a
+ * record of the caller's is scheduled while none is live, ended once when
+ * the last one ends, by the release handler or by tk_loop_cancel_record's
+ * 2. The release handler takes nothing else: the timers' contexts are small
+ * numbers, and the records are freed once the loop is destroyed. */
+static char hold_token;
+static int hold_begins, hold_ends;
+
+static void impl_hold_fn(tk_loop *loop, void *context) {
+    if (loop != W_IMPL.loop || context != &hold_token) fail("the hold began with another context");
+    if (++hold_begins - hold_ends != 1) fail("the hold began while held");
+}
+
+static void hold_ended(const char *by) {
+    if (++hold_ends > hold_begins) fail("%s ended the hold, which had not begun", by);
+}
+
+static void impl_release_fn(tk_loop *loop, void *context) {
+    (void)loop;
+    if (context == &hold_token) hold_ended("the release handler");
+}
+
 static void impl_clock_change_fn(tk_loop *loop, void *context) {
     on_callback(&W_IMPL, 2, 0, 0, loop == W_IMPL.loop && context == &W_IMPL);
 }
@@ -203,6 +225,11 @@ static void w_create(world *w, int64_t start) {
     } else {
         int rc = tk_loop_create_manual(&w->loop, start);
         if (rc != 0) fail("tk_loop_create_manual: %d", rc);
+        hold_begins = hold_ends = 0;
+        if (tk_loop_set_release_handler(w->loop, impl_release_fn) != 0 ||
+            tk_loop_set_hold(w->loop, impl_hold_fn, &hold_token) != 0) {
+            fail("the loop refused its release handler or hold");
+        }
     }
 }
 
@@ -216,6 +243,8 @@ static int w_destroy(world *w) {
     }
     int rc = tk_loop_destroy(w->loop);
     if (rc != 0) fail("tk_loop_destroy: %d", rc);
+    if (hold_begins != hold_ends) fail("destroyed, the loop's hold began %d times and ended %d",
+                                       hold_begins, hold_ends);
     w->loop = NULL;
     for (size_t i = 0; i < w->nrecords; i++) free(w->records[i]);
     w->nrecords = 0;
@@ -333,6 +362,10 @@ static void run_action(world *w, const action *a, result *out) {
             /* As below: the record names the timer its handle names. */
             void *context = NULL;
             out->rc = tk_loop_cancel_record(w->loop, record, &context);
+            if (out->rc == 2) {
+                hold_ended("tk_loop_cancel_record");
+                out->rc = 1;
+            }
             if (out->rc == 1) {
                 if (context != (void *)(uintptr_t)(a->rec + 1))
                     fail("tk_loop_cancel_record handed back context %p for T%u", context, a->rec);
@@ -341,7 +374,7 @@ static void run_action(world *w, const action *a, result *out) {
                 fail("tk_loop_cancel_record returned %" PRId64 " and set the context", out->rc);
             }
         } else if (a->variant) {
-            /* 1 (the context handed back: the loop has no release handler,
+            /* 1 (the context handed back: the release handler takes none,
              * so nothing else changes) and 0 (a callback of it runs) are
              * tk_loop_cancel's 0. */
             void *context = NULL;
@@ -759,8 +792,14 @@ static void compare_state(const char *where) {
     }
     if (W_REF.nrec != W_IMPL.nrec)
         fail("%s: %u timers made, reference %u", where, W_IMPL.nrec, W_REF.nrec);
-    /* Every scheduled timer's info. */
+    /* Every scheduled timer's info, and the hold, held while any of them
+     * has a record of the caller's. */
     const ref_sched *ref = &W_REF.ref;
+    int recorded = 0;
+    for (size_t k = 0; k < ref->live_count; k++) recorded |= W_IMPL.record_of[ref->live[k]] != NULL;
+    if (hold_begins - hold_ends != recorded)
+        fail("%s: the hold began %d times and ended %d, with %s live timer with a record", where,
+             hold_begins, hold_ends, recorded ? "a" : "no");
     for (size_t k = 0; k < ref->live_count; k++) {
         action q;
         memset(&q, 0, sizeof q);

@@ -397,6 +397,8 @@ static void test_null_arguments(void) {
     CHECK_EQ(tk_loop_wakeup(NULL), -EINVAL);
     CHECK_EQ(tk_loop_set_clock_change_handler(NULL, change_count_fn, NULL), -EINVAL);
     CHECK_EQ(tk_loop_set_clock_change_handler(NULL, NULL, NULL), -EINVAL);
+    CHECK_EQ(tk_loop_set_hold(NULL, NULL, NULL), -EINVAL);
+    CHECK_EQ(tk_loop_set_hold(loop, NULL, &x), -EINVAL); /* a context with no function */
     CHECK_EQ(tk_loop_get_stats(NULL, &st), -EINVAL);
     CHECK_EQ(tk_loop_get_stats(loop, NULL), -EINVAL);
     CHECK_EQ(tk_loop_schedule(NULL, &good, count_fn, NULL, &out), -EINVAL);

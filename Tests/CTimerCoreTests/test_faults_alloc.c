@@ -68,8 +68,23 @@ static void note(int kind, int tag, uint64_t missed) {
     if (r->count < MAX_EVENTS) r->events[r->count++] = (event){kind, tag, missed, now};
 }
 
+/* The loop's hold (tk_loop_set_hold), held while any timer with a record
+ * of the caller's is live: begun and ended as often under every fault. */
+static char g_hold;
+static int g_hold_begins, g_hold_ends;
+
+static void on_hold(tk_loop *loop, void *context) {
+    (void)loop;
+    (void)context;
+    g_hold_begins++;
+}
+
 static void on_release(tk_loop *loop, void *context) {
     (void)loop;
+    if (context == &g_hold) {
+        g_hold_ends++;
+        return;
+    }
     int tag = *(int *)context;
     g_released[tag]++;
 }
@@ -174,6 +189,7 @@ static void scenario(void) {
     MAY_FAIL(tk_loop_create_manual(&g_loop, 1000));
     if (g_loop == NULL) return;
     MAY_FAIL(tk_loop_set_release_handler(g_loop, on_release));
+    MAY_FAIL(tk_loop_set_hold(g_loop, on_hold, &g_hold));
     MAY_FAIL(tk_loop_reserve(g_loop, TK_CLOCK_MONOTONIC, 16));
 
     tk_timer_id ids[TIMERS];
@@ -240,7 +256,23 @@ static void scenario(void) {
     MAY_FAIL(tk_loop_unwatch_fd(g_loop, fds[0]));
     close(fds[0]);
     close(fds[1]);
+    /* Held while a timer with a record is live; ended by the destroy. */
+    int live_records = 0;
+    for (int i = 1; i < TIMERS; i += 2) {
+        tk_timer_info info;
+        live_records += ids[i] != TK_TIMER_NONE && tk_loop_timer_info(g_loop, ids[i], &info) == 0;
+    }
+    if (g_hold_begins - g_hold_ends != (live_records > 0)) {
+        g_record->bad++;
+        fprintf(stderr, "  the hold began %d times and ended %d, with %d live timers with records\n",
+                g_hold_begins, g_hold_ends, live_records);
+    }
     MAY_FAIL(tk_loop_destroy(g_loop));
+    if (g_hold_begins != g_hold_ends) {
+        g_record->bad++;
+        fprintf(stderr, "  destroyed, the hold began %d times and ended %d\n", g_hold_begins,
+                g_hold_ends);
+    }
     g_loop = NULL;
 }
 
@@ -248,6 +280,7 @@ static void scenario(void) {
 static void run_once(long fail_at, record *out) {
     memset(out, 0, sizeof *out);
     memset(g_released, 0, sizeof g_released);
+    g_hold_begins = g_hold_ends = 0;
     g_record = out;
     allocation_faults_arm(fail_at);
     scenario();
@@ -290,6 +323,7 @@ static void test_every_allocation_fails_once(void) {
     int released_all = 1;
     for (int i = 0; i < TIMERS; i++) released_all &= golden_released[i] == 1;
     CHECK(released_all);
+    CHECK_GE(g_hold_begins, 1); /* the scenario's records held the loop */
 
     int failures_seen = 0, mismatches = 0, bad = 0, release_errors = 0;
     for (long k = 1; k <= allocations + 1; k++) {

@@ -602,6 +602,254 @@ static void test_refire_in_nested_run(void) {
     CHECK(atomic_load(&refired.releases) == 1);
 }
 
+/* The loop's hold (tk_loop_set_hold): begun, under the loop's lock, by the
+ * schedule of the first timer with a record while none is held, and ended
+ * once by whatever ends the last one, after that timer's own context:
+ * handed back by tk_loop_cancel_record (2), to the release handler by every
+ * other way a timer ends, and by tk_loop_destroy. */
+typedef struct hold_count {
+    atomic_int begins;
+    atomic_int ends;           /* handed to the release handler */
+    atomic_int ended_early;    /* an end that came with no hold begun */
+    atomic_int releases_seen;  /* timer contexts released before the latest end */
+} hold_count;
+
+static hold_count g_hold;
+static atomic_int g_context_releases;
+
+static void on_hold(tk_loop *loop, void *context) {
+    (void)loop;
+    hold_count *hold = context;
+    atomic_fetch_add(&hold->begins, 1);
+}
+
+static void on_release_with_hold(tk_loop *loop, void *context) {
+    if (context == &g_hold) {
+        if (atomic_load(&g_hold.ends) >= atomic_load(&g_hold.begins)) {
+            atomic_fetch_add(&g_hold.ended_early, 1);
+        }
+        atomic_store(&g_hold.releases_seen, atomic_load(&g_context_releases));
+        atomic_fetch_add(&g_hold.ends, 1);
+        return;
+    }
+    atomic_fetch_add(&g_context_releases, 1);
+    /* A timer with a record of the test's has it poisoned. */
+    if (((tracked *)context)->record != NULL) {
+        on_release_record(loop, context);
+    } else {
+        on_release(loop, context);
+    }
+}
+
+static int holds(void) { return atomic_load(&g_hold.begins) - atomic_load(&g_hold.ends); }
+
+static void test_hold(void) {
+    memset(&g_hold, 0, sizeof g_hold);
+    atomic_store(&g_context_releases, 0);
+    tk_loop *loop = NULL;
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    CHECK(tk_loop_set_hold(NULL, on_hold, &g_hold) == -EINVAL);
+    CHECK(tk_loop_set_hold(loop, NULL, &g_hold) == -EINVAL);
+    if (tk_loop_set_release_handler(loop, on_release_with_hold) != 0) abort();
+    CHECK(tk_loop_set_hold(loop, on_hold, &g_hold) == 0);
+
+    /* A timer with no record of the caller's takes no hold. */
+    tracked plain = {0};
+    tk_timer_spec later = one_shot(1000000);
+    CHECK(tk_loop_schedule(loop, &later, on_fire, &plain, &plain.self) == 0);
+    CHECK(atomic_load(&g_hold.begins) == 0);
+
+    /* Begun by the first record, once for any number. */
+    recorded a = {0}, b = {0};
+    schedule_recorded(loop, one_shot(100), &a);
+    CHECK(atomic_load(&g_hold.begins) == 1);
+    schedule_recorded(loop, one_shot(100), &b);
+    CHECK(atomic_load(&g_hold.begins) == 1);
+    /* Nor does such a timer's end end it. */
+    tracked table = {0};
+    CHECK(tk_loop_schedule(loop, &later, on_fire, &table, &table.self) == 0);
+    CHECK(tk_loop_cancel(loop, table.self) == 0 && atomic_load(&table.releases) == 1);
+    CHECK(holds() == 1);
+    /* Not changed while held. */
+    int other = 0;
+    CHECK(tk_loop_set_hold(loop, on_hold, &other) == -EBUSY);
+    CHECK(tk_loop_set_hold(loop, NULL, NULL) == -EBUSY);
+
+    /* Ended by the last record's cancel, handed back with its context. */
+    void *context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &a.record, &context) == 1 && context == &a);
+    context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &b.record, &context) == 2 && context == &b);
+    CHECK(atomic_load(&g_hold.ends) == 0 && holds() == 1);
+    atomic_fetch_add(&g_hold.ends, 1); /* released here, as the caller would */
+
+    /* Ended, to the release handler, after the timer's context: by a
+     * one-shot's fire in a pass, by tk_loop_fire, by tk_loop_cancel and
+     * tk_loop_cancel_take, and by a cancel from the timer's own callback,
+     * once the callback returns. */
+    recorded fired = {0}, by_hand = {0}, cancelled = {0}, taken = {0},
+             self_taken = {.t.action = TAKE_RECORD_SELF}, repeating = {0};
+    int ends = 1;
+    schedule_recorded(loop, one_shot(100), &fired);
+    CHECK(holds() == 1);
+    CHECK(tk_loop_advance(loop, 0, 100) == 1);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+    CHECK(atomic_load(&g_hold.releases_seen) == atomic_load(&g_context_releases));
+    CHECK(atomic_load(&fired.t.releases) == 1);
+
+    schedule_recorded(loop, one_shot(100), &by_hand);
+    CHECK(tk_loop_fire(loop, by_hand.t.self) == 0);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+    CHECK(atomic_load(&g_hold.releases_seen) == atomic_load(&g_context_releases));
+
+    schedule_recorded(loop, one_shot(100), &cancelled);
+    CHECK(tk_loop_cancel(loop, cancelled.t.self) == 0);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+
+    schedule_recorded(loop, one_shot(100), &taken);
+    context = NULL;
+    CHECK(tk_loop_cancel_take(loop, taken.t.self, &context) == 1 && context == &taken);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+
+    schedule_recorded(loop, one_shot(100), &self_taken);
+    CHECK(tk_loop_advance(loop, 0, 100) == 1);
+    CHECK(self_taken.t.take_result == 0 && atomic_load(&self_taken.t.releases) == 1);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+
+    /* A repeating timer keeps it through its fires. */
+    tk_timer_spec every = {.clock = TK_CLOCK_MONOTONIC, .delay_ns = 50, .interval_ns = 50,
+                           .modes = TK_MODES(0)};
+    schedule_recorded(loop, every, &repeating);
+    CHECK(tk_loop_advance(loop, 0, 200) >= 1);
+    CHECK(holds() == 1 && atomic_load(&repeating.t.callbacks) >= 2);
+
+    /* Destroyed with a record held: the hold goes last. */
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(holds() == 0 && atomic_load(&g_hold.ends) == ++ends);
+    CHECK(atomic_load(&g_hold.releases_seen) == atomic_load(&g_context_releases));
+    CHECK(atomic_load(&repeating.t.releases) == 1 && atomic_load(&plain.releases) == 1);
+    CHECK(atomic_load(&g_hold.ended_early) == 0);
+
+    /* Cleared, there is none; nor on a loop that never set one. */
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    if (tk_loop_set_release_handler(loop, on_release_with_hold) != 0) abort();
+    CHECK(tk_loop_set_hold(loop, on_hold, &g_hold) == 0);
+    CHECK(tk_loop_set_hold(loop, NULL, NULL) == 0);
+    int begins = atomic_load(&g_hold.begins);
+    recorded unheld = {0};
+    schedule_recorded(loop, one_shot(100), &unheld);
+    context = NULL;
+    CHECK(tk_loop_cancel_record(loop, &unheld.record, &context) == 1);
+    CHECK(atomic_load(&g_hold.begins) == begins && atomic_load(&g_hold.ends) == ends);
+    CHECK(tk_loop_destroy(loop) == 0);
+
+    /* With no release handler, a hold that ends just ends, and begins again. */
+    if (tk_loop_create_manual(&loop, 0) != 0) abort();
+    CHECK(tk_loop_set_hold(loop, on_hold, &g_hold) == 0);
+    recorded quiet = {0};
+    CHECK(tk_loop_schedule_record(loop, &quiet.record, &later, on_fire, &quiet, &quiet.t.self) == 0);
+    CHECK(atomic_load(&g_hold.begins) == begins + 1);
+    CHECK(tk_loop_cancel(loop, quiet.t.self) == 0);
+    CHECK(tk_loop_schedule_record(loop, &quiet.record, &later, on_fire, &quiet, &quiet.t.self) == 0);
+    CHECK(atomic_load(&g_hold.begins) == begins + 2);
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&g_hold.ends) == ends && atomic_load(&quiet.t.releases) == 0);
+
+    recorded *used[] = {&fired, &by_hand, &cancelled, &self_taken, &repeating};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+        UNPOISON(&used[i]->record, sizeof used[i]->record);
+    }
+}
+
+/* Threads schedule and cancel records on a running loop, whose one-shots
+ * fire meanwhile, so that the hold ends and begins again many times, by
+ * every kind of call at once: it never ends more often than it began, and
+ * ends as often as it began once nothing is left. */
+#define HOLD_THREADS 3
+#define HOLD_ROUNDS 4000
+
+static atomic_int g_hold_handed_back;
+
+struct hold_worker {
+    tk_loop *loop;
+    uint64_t rng;
+};
+
+static void *schedule_and_cancel_records(void *arg) {
+    struct hold_worker *w = arg;
+    recorded *r = calloc(HOLD_ROUNDS, sizeof *r);
+    if (r == NULL) abort();
+    for (int i = 0; i < HOLD_ROUNDS; i++) {
+        tk_timer_spec spec = one_shot((int64_t)rng_below(&w->rng, 200000));
+        if (tk_loop_schedule_record(w->loop, &r[i].record, &spec, on_fire, &r[i], &r[i].t.self) != 0) {
+            abort();
+        }
+        if (rng_below(&w->rng, 2) == 0) {
+            void *context = NULL;
+            int result = tk_loop_cancel_record(w->loop, &r[i].record, &context);
+            if (result == 2) atomic_fetch_add(&g_hold_handed_back, 1);
+            if (result == 1 || result == 2) atomic_fetch_add(&r[i].t.releases, 1);
+        }
+        if (i % 256 == 0) sleep_ms(1);
+    }
+    /* Every record is done with once the loop has fired what is left. */
+    for (int waited = 0; waited < 10000; waited++) {
+        int left = 0;
+        for (int i = 0; i < HOLD_ROUNDS; i++) left += atomic_load(&r[i].t.releases) == 0;
+        if (left == 0) break;
+        sleep_ms(1);
+    }
+    int bad = 0;
+    for (int i = 0; i < HOLD_ROUNDS; i++) bad += atomic_load(&r[i].t.releases) != 1;
+    CHECK(bad == 0);
+    free(r);
+    return NULL;
+}
+
+static void on_release_counting(tk_loop *loop, void *context) {
+    (void)loop;
+    if (context == &g_hold) {
+        if (atomic_load(&g_hold.ends) + atomic_load(&g_hold_handed_back) >=
+            atomic_load(&g_hold.begins)) {
+            atomic_fetch_add(&g_hold.ended_early, 1);
+        }
+        atomic_fetch_add(&g_hold.ends, 1);
+        return;
+    }
+    atomic_fetch_add(&((tracked *)context)->releases, 1);
+}
+
+static void test_hold_stress(void) {
+    memset(&g_hold, 0, sizeof g_hold);
+    atomic_store(&g_hold_handed_back, 0);
+    tk_loop *loop = NULL;
+    CHECK(tk_loop_create(&loop) == 0);
+    CHECK(tk_loop_set_release_handler(loop, on_release_counting) == 0);
+    CHECK(tk_loop_set_hold(loop, on_hold, &g_hold) == 0);
+    struct runner runner = {loop};
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_loop, &runner);
+    pthread_t threads[HOLD_THREADS];
+    struct hold_worker workers[HOLD_THREADS];
+    for (int i = 0; i < HOLD_THREADS; i++) {
+        workers[i] = (struct hold_worker){loop, rng_next(&g_rng)};
+        pthread_create(&threads[i], NULL, schedule_and_cancel_records, &workers[i]);
+    }
+    for (int i = 0; i < HOLD_THREADS; i++) pthread_join(threads[i], NULL);
+    tk_loop_stop(loop);
+    pthread_join(thread, NULL);
+    int begins = atomic_load(&g_hold.begins);
+    int ends = atomic_load(&g_hold.ends) + atomic_load(&g_hold_handed_back);
+    CHECK(begins >= 1);
+    CHECK(ends == begins);
+    /* A begin is counted before its schedule returns and a hand-back after
+     * its cancel returns, so each end the release handler sees has fewer
+     * ends counted before it than begins. */
+    CHECK(atomic_load(&g_hold.ended_early) == 0);
+    CHECK(tk_loop_destroy(loop) == 0);
+    CHECK(atomic_load(&g_hold.ends) + atomic_load(&g_hold_handed_back) == begins);
+}
+
 static const test_case tests[] = {
     {"each_way_to_end", test_each_way_to_end, 60},
     {"records_each_way_to_end", test_records_each_way_to_end, 60},
@@ -611,6 +859,8 @@ static const test_case tests[] = {
     {"destroy_from_release_handler", test_destroy_from_release_handler, 60},
     {"nested_run_parks_safely", test_nested_run_parks_safely, 60},
     {"refire_in_nested_run", test_refire_in_nested_run, 60},
+    {"hold", test_hold, 60},
+    {"hold_stress", test_hold_stress, 300},
     {"stress", test_stress, 300},
 };
 

@@ -215,6 +215,111 @@ struct LoopTimerLifetimeTests {
         timer = nil
     }
 
+    @Test("a loop let go of stays while any of its timers is pending, and goes with the last")
+    func lastTimerLetsGoOfLoop() throws {
+        weak var weakLoop: TimerLoop?
+        var timers: [LoopTimer<MonotonicClock>] = []
+        do {
+            let loop = try TimerLoop()
+            weakLoop = loop
+            for second in 1...3 {
+                timers.append(try loop.schedule(after: .seconds(3600 * second)) { _, _ in })
+            }
+            // The loop's hold is taken once, by the first: a timer invalidated
+            // and another scheduled leave it as it is.
+            timers[0].invalidate()
+            timers[0] = try loop.schedule(after: .seconds(3600)) { _, _ in }
+        }
+        for timer in timers.dropLast() {
+            timer.invalidate()
+            #expect(weakLoop != nil, "a timer is still pending")
+        }
+        // Invalidated again, a timer changes nothing.
+        timers[0].invalidate()
+        #expect(weakLoop != nil)
+        timers.last?.invalidate()
+        #expect(weakLoop == nil, "the last timer let go of the loop")
+        timers.last?.invalidate()
+
+        // Again on a loop whose hold ended once: it holds itself anew.
+        let loop = try TimerLoop.manual()
+        weakLoop = loop
+        try loop.schedule(after: .seconds(1)) { _, _ in }.invalidate()
+        let again = try loop.schedule(after: .seconds(1)) { _, _ in }
+        _ = consume loop
+        #expect(weakLoop != nil)
+        again.invalidate()
+        #expect(weakLoop == nil)
+    }
+
+    @Test("scheduled timers hold their loop once between them, not once each")
+    func oneHoldForAllTimers() throws {
+        let loop = try TimerLoop.manual()
+        let alone = _getRetainCount(loop)
+        var timers: [LoopTimer<MonotonicClock>] = []
+        for second in 1...50 {
+            timers.append(try loop.schedule(after: .seconds(Int64(second))) { _, _ in })
+        }
+        #expect(_getRetainCount(loop) == alone + 1, "one reference for all 50 timers")
+        for timer in timers.dropLast() { timer.invalidate() }
+        try loop.advance(by: .seconds(49))
+        #expect(_getRetainCount(loop) == alone + 1)
+        timers.last?.invalidate()
+        #expect(_getRetainCount(loop) == alone)
+    }
+
+    @Test("the loop's hold ends and begins again on several threads at once, and goes with the last timer")
+    func holdAcrossThreads() throws {
+        let before = tokenCounts()
+        for round in 0..<20 {
+            let watch: WeakReference<TimerLoop>
+            do {
+                // A running loop fires one-shots due at once (their ends
+                // end the hold on its thread) while three threads schedule
+                // and invalidate (theirs end it on theirs, and begin it).
+                let loop = try TimerLoop.startThread()
+                watch = WeakReference(loop)
+                runThreads(3) { thread in
+                    for i in 0..<400 {
+                        let token = Token()
+                        let timer = try! loop.schedule(
+                            after: .nanoseconds(Int64((i * 7 + thread) % 3) * 20_000)
+                        ) { _, _ in _ = token }
+                        if (i + thread + round) % 2 == 0 { timer.invalidate() }
+                    }
+                }
+                #expect(waitUntil { loop.statistics.pending == 0 }, "round \(round)")
+                loop.stop()
+            }
+            // The loop's thread lets go of it once its run has ended.
+            #expect(waitUntil { watch.object == nil }, "round \(round): the loop was not freed")
+        }
+        expectAllFreed(since: before)
+    }
+
+    @Test("a one-shot fired by hand on a loop let go of ends, and lets go of the loop after its action")
+    func fireByHandLetsGoOfLoop() throws {
+        var watched: WeakReference<TimerLoop>?
+        let ran = Locked(0)
+        var timer: LoopTimer<MonotonicClock>?
+        do {
+            let loop = try TimerLoop.manual()
+            let watch = WeakReference(loop)
+            watched = watch
+            timer = try loop.schedule(after: .seconds(60)) { _, _ in
+                // The loop is alive while the action runs.
+                ran.withLock { $0 += watch.object != nil ? 1 : 100 }
+            }
+        }
+        #expect(watched?.object != nil)
+        timer?.fire()
+        #expect(ran.value == 1)
+        #expect(timer?.isValid == false)
+        #expect(watched?.object == nil, "the fire ended the loop's last timer")
+        timer?.fire()
+        #expect(ran.value == 1)
+    }
+
     @Test("self-invalidation races external invalidation; loops stopped and dropped with timers mid-callback")
     func selfAndExternalInvalidate() throws {
         let before = tokenCounts()
