@@ -548,8 +548,8 @@ static int cancel_live(tk_loop *loop, uint32_t slot, tk__timer *timer, void **ta
     void *context;
     int freed = let_go(loop, slot, timer, &context);
     if (freed == 0) return 0;
-    void *hold = freed == 2 ? loop->hold_context : NULL;
     int hold_ends = freed == 2;
+    void *hold = loop->hold_context;
     /* A frame ticker's timer is the ticker's to take back. */
     if (taken != NULL && fn != tk__frame_ticker_fire) {
         *taken = context;

@@ -78,12 +78,6 @@ public class AnyLoopTimer: @unchecked Sendable {
             set { loopReference = newValue.map(Unmanaged.passUnretained) }
         }
 
-        /// The C loop it is scheduled on, read without touching the loop's
-        /// reference count (see ``loopReference``).
-        var loopHandle: OpaquePointer? {
-            loopReference?._withUnsafeGuaranteedRef { $0.handle }
-        }
-
         private static let valid: UInt8 = 1
         private static let absolute: UInt8 = 2
         private static let precise: UInt8 = 4
@@ -331,7 +325,7 @@ public class AnyLoopTimer: @unchecked Sendable {
         // validity check in `runActionIfValid` may finish.
         //
         // The cancel is made under the timer's lock. The timer holds no
-        // reference to its loop (see `State.loop`): the loop is alive while
+        // reference to its loop (see `State.loopReference`): the loop is alive while
         // it holds the timer's record, and a one-shot's fire, which ends
         // the record when its callback returns, takes the lock in that
         // callback first, so it cannot end the record, and with it maybe
@@ -341,10 +335,10 @@ public class AnyLoopTimer: @unchecked Sendable {
             state -> (Int32, Bool, Unmanaged<TimerLoop>?) in
             let ended = state.isValid
             state.isValid = false
-            guard let loop = state.loopReference, let handle = state.loopHandle else {
-                return (-ENOENT, ended, nil)
-            }
+            guard let loop = state.loopReference else { return (-ENOENT, ended, nil) }
             state.loopReference = nil
+            // Read without touching the loop's reference count.
+            let handle = loop._withUnsafeGuaranteedRef { $0.handle }
             // The record names the timer: it is this timer's until the loop
             // is done with it, and nothing schedules it again once it is
             // invalid.
