@@ -491,6 +491,12 @@ const char *tk_errno_name(int error);
  * epoll instance, an eventfd and, once a timer uses a clock, that clock's
  * timerfd. Returns 0, -EINVAL, -ENOMEM, or the errno of epoll_create1 or
  * eventfd (e.g. -EMFILE); nothing is left allocated on failure.
+ *
+ * The kernel fires the loop's monotonic and boot timers on its own clocks.
+ * In a process whose readings of those clocks a preloaded library fakes
+ * (libfaketime without FAKETIME_DONT_FAKE_MONOTONIC=1), they fire at the
+ * wrong times; a program can compare tk_clock_now with tk_clock_now_kernel
+ * first, as TimerKit's TimerLoop does.
  */
 int tk_loop_create(tk_loop **loop);
 

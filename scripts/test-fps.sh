@@ -287,7 +287,7 @@ check "... and the run ends with it, not after the 10 s of work (${elapsed_ms} m
 status=0
 out=$(env -u FAKETIME_DONT_FAKE_MONOTONIC timeout 60 faketime -f "+1h" "$TIMERKIT" fps --seconds 1 --json 2>&1) || status=$?
 check "faketime faking the monotonic clock: it refuses to start, status 1 ($status: ${out:0:160})" \
-    test "$status" -eq 1 -a -n "$(grep -F 'Run it with FAKETIME_DONT_FAKE_MONOTONIC=1' <<<"$out")"
+    test "$status" -eq 1 -a -n "$(grep -F 'run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock' <<<"$out")"
 
 refused() {
     local name=$1 output status=0

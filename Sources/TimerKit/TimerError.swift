@@ -76,6 +76,14 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// is refused it when it applies it (the permission went away meanwhile).
     /// Never ignored silently.
     case realtimePriorityNotPermitted
+    /// This process reads the clock off the kernel's own reading of it, as
+    /// a time faker preloaded into it does (libfaketime without
+    /// `FAKETIME_DONT_FAKE_MONOTONIC=1` fakes the monotonic and boot
+    /// clocks). The kernel fires a loop's timers on its own clocks, so they
+    /// would fire at the wrong times, an hour late on a clock faked an hour
+    /// ahead: ``TimerLoop/init()`` refuses to make a loop. A faker that
+    /// fakes only the wall clock is fine (wall-clock timers follow it).
+    case fakedClock(ClockID)
     /// A call into the C core or the system failed for another reason, or
     /// the loop serving this call stopped because its run failed (the
     /// function is then `tk_loop_run`).
@@ -138,6 +146,10 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "not a loop precision: \(precision) (the margin must be from 1 ns to 100 ms, a real-time priority in 1...99)"
         case .realtimePriorityNotPermitted:
             "the process may not run a thread at that SCHED_FIFO priority (it needs CAP_SYS_NICE or a high enough RLIMIT_RTPRIO)"
+        case .fakedClock(let clock):
+            "the \(clock) clock this process reads is not the kernel's (a preloaded libfaketime faking it?),"
+                + " so a loop's timers would fire at the wrong times;"
+                + " run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock"
         case .system(let failure):
             failure.description
         }

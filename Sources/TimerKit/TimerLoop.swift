@@ -113,9 +113,17 @@ public final class TimerLoop: @unchecked Sendable {
     ///
     /// The corresponding C function is `tk_loop_create`.
     ///
-    /// - Throws: ``TimerError/system(_:)`` if the kernel refuses an epoll
+    /// - Throws: ``TimerError/fakedClock(_:)`` if this process reads the
+    ///   monotonic or boot clock off the kernel's own reading (a preloaded
+    ///   time faker), on which the loop's timers would fire at the wrong
+    ///   times; ``TimerError/system(_:)`` if the kernel refuses an epoll
     ///   instance or an eventfd (for example ``Errno/tooManyOpenFiles``).
     public convenience init() throws(TimerError) {
+        // The wall clock may be faked: its timers are armed through the
+        // process's own timerfd_settime, which a faker rewrites to match.
+        for clock in [ClockID.monotonic, .boot] where clock.isFaked {
+            throw .fakedClock(clock)
+        }
         var handle: OpaquePointer?
         _ = try TimerError.check(tk_loop_create(&handle), "tk_loop_create")
         try self.init(handle: handle!, isManual: false)

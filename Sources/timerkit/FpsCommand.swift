@@ -79,7 +79,6 @@ enum FpsCommand: Subcommand {
                 return usageError("unknown option \(printable: argument)")
             }
         }
-        if refusesForFakedClocks("fps") { return 1 }
         return reportingErrors { try FpsRun(options: options).run() }
     }
 

@@ -381,6 +381,7 @@ struct TimerErrorTests {
             .notRepeating, .iteratorInUse, .unbalancedResume, .cancelled,
             .realtimePriorityNotPermitted, .invalidMonitorSetting(.zero),
             .invalidFrameRate(FrameRateRange(fixed: 0)), .invalidPrecision(LoopPrecision(realtimePriority: 100)),
+            .fakedClock(.boot),
         ]
         let descriptions = errors.map(\.description)
         #expect(Set(descriptions).count == errors.count)
@@ -388,5 +389,7 @@ struct TimerErrorTests {
         #expect(descriptions[5].contains("modal"))
         #expect(descriptions[6].contains("common"))
         #expect(descriptions[8] == "tk_loop_schedule failed: Cannot allocate memory (ENOMEM)")
+        #expect(descriptions[18].hasPrefix("the boot clock this process reads is not the kernel's"))
+        #expect(descriptions[18].hasSuffix("run it with FAKETIME_DONT_FAKE_MONOTONIC=1, which fakes only the wall clock"))
     }
 }
