@@ -26,6 +26,10 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      18  Added: a loop's common modes (tk_loop_add_common_modes,
+ *          TK_TIMER_COMMON, TK_FRAME_COMMON,
+ *          tk_frame_ticker_join_common_modes); tk_timer_info's flags
+ *          report TK_TIMER_COMMON.
  *      17  Added: tk_loop_set_hold, and tk_loop_cancel_record's result 2,
  *          which only a loop with a hold gives.
  *      16  Added: tk_clock_now_kernel.
@@ -145,7 +149,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 17
+#define TK_API_VERSION 18
 
 /* ------------------------------------------------------------------------
  * Types
@@ -193,7 +197,9 @@ typedef uint64_t tk_timer_id;
  * (it fires only while the loop runs one of them) and the one mode a run is
  * in alike. The empty set, 0, means the default mode, so a zero-initialised
  * spec fires in the default mode. What a mode means (default, tracking, ...)
- * is up to the caller; a "common modes" set is just a set with several bits.
+ * is up to the caller. A loop also keeps a set of common modes, which a timer
+ * scheduled with TK_TIMER_COMMON is in, including those added later (see
+ * tk_loop_add_common_modes).
  */
 typedef uint32_t tk_mode_set;
 
@@ -308,8 +314,9 @@ typedef struct tk_timer_spec {
     int64_t leeway_ns;
     /** The modes the timer fires in; 0 (the empty set) means the default mode. */
     tk_mode_set modes;
-    /** 0, or TK_TIMER_ABSOLUTE and/or TK_TIMER_PRECISE; for tk_loop_reschedule,
-     * TK_TIMER_KEEP_DEADLINE instead of TK_TIMER_ABSOLUTE. */
+    /** 0, or TK_TIMER_ABSOLUTE, TK_TIMER_PRECISE and/or TK_TIMER_COMMON;
+     * for tk_loop_reschedule, TK_TIMER_KEEP_DEADLINE instead of
+     * TK_TIMER_ABSOLUTE. */
     uint32_t flags;
 } tk_timer_spec;
 
@@ -346,6 +353,16 @@ typedef struct tk_timer_spec {
  */
 #define TK_TIMER_KEEP_DEADLINE 0x4u
 
+/**
+ * The timer is in the loop's common modes as well as in `modes`: in those
+ * the loop has when the spec is applied, and in each that
+ * tk_loop_add_common_modes adds while the timer lives, as a run loop's
+ * "common modes" item is. The flag holds for as long as the timer's spec
+ * says so: a tk_loop_reschedule without it leaves the timer in `modes`
+ * alone. (API version 18.)
+ */
+#define TK_TIMER_COMMON 0x8u
+
 /** What tk_loop_timer_info reports of a scheduled timer. */
 typedef struct tk_timer_info {
     tk_clock clock;
@@ -361,7 +378,9 @@ typedef struct tk_timer_info {
      * mode that carries time past its deadline makes no pass at the end of
      * its span: the timer is marked by the next pass that finds it due. */
     int waiting_for_mode;
-    /** TK_TIMER_PRECISE for a precise timer, else 0. (API version 3.) */
+    /** TK_TIMER_PRECISE for a precise timer, and TK_TIMER_COMMON for one
+     * in the loop's common modes (`modes` then holds them). (API versions
+     * 3 and 18.) */
     uint32_t flags;
 } tk_timer_info;
 
@@ -1003,6 +1022,23 @@ int tk_loop_reschedule(tk_loop *loop, tk_timer_id timer,
 int tk_loop_timer_info(tk_loop *loop, tk_timer_id timer, tk_timer_info *info);
 
 /**
+ * Adds `modes` to the loop's common modes, which start as the default mode
+ * alone, and to the modes of every timer the loop holds that was scheduled
+ * with TK_TIMER_COMMON, and of every frame ticker made with TK_FRAME_COMMON:
+ * a timer already in the common modes fires in a mode made common later, as
+ * it would had it been scheduled after. A timer keeps its deadline and its
+ * place among timers due at the same time; one that came due and waits for
+ * a mode it now has fires at the next pass in that mode (or, made common
+ * from a callback during a pass in that mode, later in that pass), and a
+ * run sleeping in a new mode wakes for what is due in it. A one-shot whose
+ * callback runs has the modes should its callback schedule it again. A
+ * common mode cannot be taken away. Returns 0, or -EINVAL for a NULL loop or
+ * TK_MODES_INVALID in `modes`. Allocates nothing; O(n) in the loop's table
+ * of timers when it adds a mode. (API version 18.)
+ */
+int tk_loop_add_common_modes(tk_loop *loop, tk_mode_set modes);
+
+/**
  * Runs the timer's callback now, on the calling thread, with `missed` 0. A
  * one-shot timer is then done (cancelled first, so the callback sees it
  * gone); a repeating timer keeps its schedule. It is the caller's call: it
@@ -1192,12 +1228,19 @@ typedef struct tk_frame_ticker_spec {
     tk_frame_rate_range rate;
     /** The modes the ticker fires in; 0 (the empty set) means TK_MODE_DEFAULT. */
     tk_mode_set modes;
-    /** 0 or TK_FRAME_PAUSED. */
+    /** 0, or TK_FRAME_PAUSED and/or TK_FRAME_COMMON. */
     uint32_t flags;
 } tk_frame_ticker_spec;
 
 /** tk_frame_ticker_spec flag: create the ticker paused. */
 #define TK_FRAME_PAUSED 0x1u
+
+/**
+ * The ticker delivers frames in the loop's common modes too, including those
+ * added later (tk_loop_add_common_modes), as a timer scheduled with
+ * TK_TIMER_COMMON. (API version 18.)
+ */
+#define TK_FRAME_COMMON 0x2u
 
 /** What a frame callback is told. Times are readings of the loop's monotonic clock. */
 typedef struct tk_frame {
@@ -1244,6 +1287,8 @@ typedef struct tk_frame_ticker_info {
     uint64_t frames;
     /** Grid points dropped, over all frames. */
     uint64_t dropped_frames;
+    /** The modes it delivers frames in, the loop's common modes included
+     * for a ticker in them. */
     tk_mode_set modes;
     /** 1 while paused. */
     int paused;
@@ -1314,10 +1359,20 @@ int tk_frame_ticker_set_rate(tk_frame_ticker *ticker, tk_frame_rate_range rate);
 
 /**
  * Changes the modes the ticker fires in (0 means TK_MODE_DEFAULT); its grid
- * and next frame stay. Returns 0, -EINVAL, the ticker's error, or the errors
+ * and next frame stay, and a ticker in the loop's common modes stays in
+ * them. Returns 0, -EINVAL, the ticker's error, or the errors
  * of tk_loop_reschedule; on error nothing changed.
  */
 int tk_frame_ticker_set_modes(tk_frame_ticker *ticker, tk_mode_set modes);
+
+/**
+ * Puts the ticker in the loop's common modes too, those it has and those
+ * added later, as TK_FRAME_COMMON at its creation does (a ticker already in
+ * them is left as it is); its grid and next frame stay. Returns 0, -EINVAL,
+ * the ticker's error, or the errors of tk_loop_reschedule; on error nothing
+ * changed. (API version 18.)
+ */
+int tk_frame_ticker_join_common_modes(tk_frame_ticker *ticker);
 
 /** Describes the ticker. 0 or -EINVAL. */
 int tk_frame_ticker_get_info(tk_frame_ticker *ticker, tk_frame_ticker_info *info);

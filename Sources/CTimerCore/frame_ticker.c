@@ -67,6 +67,7 @@ struct tk_frame_ticker {
     void *context;
     tk_timer_id timer; /* TK_TIMER_NONE once the loop let go of it */
     tk_mode_set modes;
+    uint8_t common; /* in the loop's common modes too (TK_FRAME_COMMON) */
     frame_grid grid;
     uint64_t frames;
     int64_t latest_timestamp; /* the latest frame's timestamp (once frames > 0) */
@@ -202,14 +203,14 @@ static int64_t now_of(tk_loop *loop) {
 
 /* ---- Arming ------------------------------------------------------------- */
 
-static tk_timer_spec spec_for(int64_t deadline, tk_mode_set modes) {
+static tk_timer_spec spec_for(int64_t deadline, tk_mode_set modes, int common) {
     tk_timer_spec spec = {
         .clock = TK_CLOCK_MONOTONIC,
         .deadline_ns = deadline,
         .interval_ns = 0,
         .leeway_ns = 0,
         .modes = modes,
-        .flags = TK_TIMER_ABSOLUTE,
+        .flags = TK_TIMER_ABSOLUTE | (common ? TK_TIMER_COMMON : 0),
     };
     return spec;
 }
@@ -223,7 +224,8 @@ static tk_timer_spec spec_for(int64_t deadline, tk_mode_set modes) {
  */
 static int rearm(tk_frame_ticker *ticker, tk_mode_set modes) {
     if (ticker->in_callback) return 0;
-    tk_timer_spec spec = spec_for(ticker->grid.paused ? INT64_MAX : ticker->grid.next, modes);
+    tk_timer_spec spec =
+        spec_for(ticker->grid.paused ? INT64_MAX : ticker->grid.next, modes, ticker->common);
     int result = tk__timers_rearm_ticker(ticker->loop, ticker->timer, &spec);
     return result == -ENOENT ? 0 : result;
 }
@@ -363,7 +365,7 @@ void tk__frame_tickers_free_stopped(tk_loop *loop, tk_release_fn release) {
 int tk_frame_ticker_create(tk_loop *loop, const tk_frame_ticker_spec *spec, tk_frame_fn fn,
                            void *context, tk_frame_ticker **ticker_out) {
     if (loop == NULL || spec == NULL || fn == NULL || ticker_out == NULL) return -EINVAL;
-    if (spec->flags & ~TK_FRAME_PAUSED) return -EINVAL;
+    if (spec->flags & ~(TK_FRAME_PAUSED | TK_FRAME_COMMON)) return -EINVAL;
     frame_grid grid = {0};
     int result = set_ladder(&grid, spec->rate);
     if (result < 0) return result;
@@ -382,9 +384,11 @@ int tk_frame_ticker_create(tk_loop *loop, const tk_frame_ticker_spec *spec, tk_f
     ticker->fn = fn;
     ticker->context = context;
     ticker->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
+    ticker->common = (spec->flags & TK_FRAME_COMMON) != 0;
     ticker->grid = grid;
 
-    tk_timer_spec timer_spec = spec_for(grid.paused ? INT64_MAX : grid.next, ticker->modes);
+    tk_timer_spec timer_spec =
+        spec_for(grid.paused ? INT64_MAX : grid.next, ticker->modes, ticker->common);
     result = tk_loop_schedule(loop, &timer_spec, tk__frame_ticker_fire, ticker, &ticker->timer);
     if (result < 0) {
         pthread_mutex_destroy(&ticker->lock);
@@ -494,6 +498,19 @@ int tk_frame_ticker_set_modes(tk_frame_ticker *ticker, tk_mode_set modes) {
     return result;
 }
 
+int tk_frame_ticker_join_common_modes(tk_frame_ticker *ticker) {
+    if (ticker == NULL) return -EINVAL;
+    pthread_mutex_lock(&ticker->lock);
+    int result = ticker->error;
+    if (result == 0 && !ticker->common) {
+        ticker->common = 1;
+        result = rearm(ticker, ticker->modes);
+        if (result < 0) ticker->common = 0;
+    }
+    pthread_mutex_unlock(&ticker->lock);
+    return result;
+}
+
 int tk_frame_ticker_get_info(tk_frame_ticker *ticker, tk_frame_ticker_info *info) {
     if (ticker == NULL || info == NULL) return -EINVAL;
     pthread_mutex_lock(&ticker->lock);
@@ -503,7 +520,7 @@ int tk_frame_ticker_get_info(tk_frame_ticker *ticker, tk_frame_ticker_info *info
     info->next_timestamp_ns = grid->paused || ticker->error ? INT64_MAX : grid->next;
     info->frames = ticker->frames;
     info->dropped_frames = ticker->dropped;
-    info->modes = ticker->modes;
+    info->modes = ticker->modes | (ticker->common ? tk__loop_common_modes(ticker->loop) : 0);
     info->paused = grid->paused;
     info->error = ticker->error;
     pthread_mutex_unlock(&ticker->lock);

@@ -71,6 +71,12 @@ typedef struct __attribute__((__may_alias__)) tk__timer {
 } tk__timer;
 
 _Static_assert(sizeof(tk__timer) <= 48, "a timer record fits in 48 bytes");
+
+/* In a timer record's modes, the bit that no mode has (TK_MODES_INVALID):
+ * the timer was scheduled with TK_TIMER_COMMON, and a mode the loop makes
+ * common is added to its modes. Masked off (TK_MODES_ALL) wherever the
+ * modes are counted or reported. */
+#define TK__COMMON_MARK TK_MODES_INVALID
 /* A record in the caller's memory (tk_timer_record) is one of the caller's
  * objects, read and written here as a tk__timer: hence may_alias above. A
  * zeroed one is free. */
@@ -146,6 +152,9 @@ struct tk_loop {
     tk__heap heaps[TK_CLOCK_COUNT];
     tk__heap parked; /* unordered, parked and deferred; the heap type is used as a plain array */
     tk_mode_set parked_modes; /* a superset of the modes of parked (not deferred) timers */
+    /* The loop's common modes (tk_loop_add_common_modes): a timer scheduled
+     * with TK_TIMER_COMMON is in each of them, and carries TK__COMMON_MARK. */
+    tk_mode_set common_modes;
     uint32_t clock_timers[TK_CLOCK_COUNT]; /* scheduled + parked, per clock */
     uint32_t mode_timers[TK_MODE_COUNT];   /* scheduled + parked, per mode */
 
@@ -290,6 +299,9 @@ TK__INTERNAL int64_t tk__timers_due_by(const tk_loop *loop, tk_clock clock, unsi
 /* Whether a timer of `mode` is parked (due, waiting for a pass in one of its
  * modes). Makes parked_modes exact when it has to look. */
 TK__INTERNAL int tk__timers_parked_in(tk_loop *loop, unsigned mode);
+
+/* The loop's common modes (tk_loop_add_common_modes), read under its lock. */
+TK__INTERNAL tk_mode_set tk__loop_common_modes(tk_loop *loop);
 
 /* loop.c */
 

@@ -281,7 +281,7 @@ static void count_in(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending++;
     loop->clock_timers[timer->clock]++;
     if (timer->leeway == TK__PRECISE) loop->precise_timers[timer->clock]++;
-    for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
+    for (tk_mode_set modes = timer->modes & TK_MODES_ALL; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]++;
     }
 }
@@ -290,7 +290,7 @@ static void count_out(tk_loop *loop, const tk__timer *timer) {
     loop->stats.pending--;
     loop->clock_timers[timer->clock]--;
     if (timer->leeway == TK__PRECISE) loop->precise_timers[timer->clock]--;
-    for (tk_mode_set modes = timer->modes; modes; modes &= modes - 1) {
+    for (tk_mode_set modes = timer->modes & TK_MODES_ALL; modes; modes &= modes - 1) {
         loop->mode_timers[__builtin_ctz(modes)]--;
     }
 }
@@ -353,7 +353,8 @@ static int check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE)) {
+    if (spec->flags &
+        ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE | TK_TIMER_COMMON)) {
         return -EINVAL;
     }
     if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
@@ -374,10 +375,11 @@ static int64_t spec_deadline(const tk_loop *loop, const tk_timer_spec *spec) {
     return tk__add_sat(now, spec->delay_ns > 0 ? spec->delay_ns : 0);
 }
 
-static void apply_spec(tk__timer *timer, const tk_timer_spec *spec) {
+static void apply_spec(const tk_loop *loop, tk__timer *timer, const tk_timer_spec *spec) {
     timer->clock = (uint8_t)spec->clock;
     timer->interval = spec->interval_ns;
     timer->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
+    if (spec->flags & TK_TIMER_COMMON) timer->modes |= loop->common_modes | TK__COMMON_MARK;
     int64_t leeway = spec->leeway_ns;
     if (spec->interval_ns > 0 && leeway > spec->interval_ns / 2) leeway = spec->interval_ns / 2;
     timer->leeway = spec->flags & TK_TIMER_PRECISE ? TK__PRECISE : leeway;
@@ -406,7 +408,7 @@ static void note_deadline(tk_loop *loop, const tk__timer *timer, int64_t deadlin
 
 static void schedule_slot(tk_loop *loop, uint32_t slot, const tk_timer_spec *spec) {
     tk__timer *timer = timer_at(loop, slot);
-    apply_spec(timer, spec);
+    apply_spec(loop, timer, spec);
     count_in(loop, timer);
     int64_t deadline = spec_deadline(loop, spec);
     place(loop, slot, deadline);
@@ -441,6 +443,7 @@ void tk__timers_init(tk_loop *loop) {
     for (int clock = 0; clock < TK_CLOCK_COUNT; clock++) tk__heap_init(&loop->heaps[clock]);
     tk__heap_init(&loop->parked);
     loop->parked_modes = 0;
+    loop->common_modes = TK_MODES(TK_MODE_DEFAULT);
     memset(loop->clock_timers, 0, sizeof loop->clock_timers);
     memset(loop->mode_timers, 0, sizeof loop->mode_timers);
 }
@@ -679,13 +682,50 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id id, tk_timer_info *info) {
         info->interval_ns = timer->interval;
         int precise = timer->leeway == TK__PRECISE;
         info->leeway_ns = precise ? 0 : timer->leeway;
-        info->flags = precise ? TK_TIMER_PRECISE : 0;
-        info->modes = timer->modes;
+        info->flags = (precise ? TK_TIMER_PRECISE : 0) |
+                      (timer->modes & TK__COMMON_MARK ? TK_TIMER_COMMON : 0);
+        info->modes = timer->modes & TK_MODES_ALL;
         info->waiting_for_mode = timer->state == TK__TIMER_PARKED;
         result = 0;
     }
     pthread_mutex_unlock(&loop->lock);
     return result;
+}
+
+int tk_loop_add_common_modes(tk_loop *loop, tk_mode_set modes) {
+    if (loop == NULL || (modes & TK_MODES_INVALID)) return -EINVAL;
+    pthread_mutex_lock(&loop->lock);
+    tk_mode_set added = modes & ~loop->common_modes;
+    loop->common_modes |= modes;
+    for (uint32_t slot = 0; added != 0 && slot < loop->timer_capacity; slot++) {
+        tk__timer *timer = timer_at(loop, slot);
+        /* Pending ones only: a one-shot whose callback runs
+         * (TK__TIMER_FIRING) goes back only through a reschedule, whose
+         * spec brings the common modes in force then, and a cancelled one
+         * whose callback runs never does. */
+        int pending = timer->state == TK__TIMER_SCHEDULED || timer->state == TK__TIMER_HELD ||
+                      timer->state == TK__TIMER_PARKED || timer->state == TK__TIMER_DEFERRED;
+        if (!pending || !(timer->modes & TK__COMMON_MARK) || (timer->modes & added) == added) {
+            continue;
+        }
+        /* Its entry stays where it is, deadline and sequence number alike:
+         * only the modes, their counts and the parked timers' modes
+         * change, and a loop waiting in one of the new modes is told. */
+        count_out(loop, timer);
+        timer->modes |= added;
+        count_in(loop, timer);
+        if (timer->state == TK__TIMER_PARKED) loop->parked_modes |= added;
+        if (timer->state != TK__TIMER_DEFERRED) note_deadline(loop, timer, deadline_of(loop, slot));
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return 0;
+}
+
+tk_mode_set tk__loop_common_modes(tk_loop *loop) {
+    pthread_mutex_lock(&loop->lock);
+    tk_mode_set modes = loop->common_modes;
+    pthread_mutex_unlock(&loop->lock);
+    return modes;
 }
 
 /* Ends a callback of the timer in `slot`. The slot is not reused while a
@@ -769,7 +809,7 @@ static void unpark(tk_loop *loop, unsigned mode) {
         tk__heap_entry entry = parked->entries[index];
         tk__timer *timer = timer_at(loop, entry.slot);
         if (timer->state != TK__TIMER_PARKED || !(timer->modes & bit)) {
-            if (timer->state == TK__TIMER_PARKED) remaining |= timer->modes;
+            if (timer->state == TK__TIMER_PARKED) remaining |= timer->modes & TK_MODES_ALL;
             index++;
             continue;
         }
@@ -805,7 +845,7 @@ int tk__timers_parked_in(tk_loop *loop, unsigned mode) {
     tk_mode_set modes = 0;
     for (uint32_t index = 0; index < loop->parked.count; index++) {
         const tk__timer *timer = timer_at(loop, loop->parked.entries[index].slot);
-        if (timer->state == TK__TIMER_PARKED) modes |= timer->modes;
+        if (timer->state == TK__TIMER_PARKED) modes |= timer->modes & TK_MODES_ALL;
     }
     loop->parked_modes = modes;
     return (modes & bit) != 0;
@@ -828,7 +868,7 @@ static int park(tk_loop *loop, tk__heap *heap, uint8_t state) {
     uint32_t index = parked->count++;
     parked->entries[index] = entry;
     loop->positions[entry.slot] = index;
-    if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes;
+    if (state == TK__TIMER_PARKED) loop->parked_modes |= timer->modes & TK_MODES_ALL;
     timer->state = state;
     return 0;
 }

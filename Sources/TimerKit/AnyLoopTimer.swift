@@ -520,23 +520,27 @@ extension AnyLoopTimer.State {
 
     /// The C spec for this state's next fire.
     func spec(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
-        tk_timer_spec(
+        let (cModes, common) = TimerLoop.cModes(modes)
+        return tk_timer_spec(
             clock: clock.rawClock,
             delay_ns: firstFireIsAbsolute ? 0 : firstFire,
             deadline_ns: firstFireIsAbsolute ? firstFire : 0,
             interval_ns: interval,
             leeway_ns: isPrecise ? 0 : tolerance,
-            modes: modes,
+            modes: cModes,
             flags: (firstFireIsAbsolute ? UInt32(TK_TIMER_ABSOLUTE) : 0)
-                | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0))
+                | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0)
+                | (common ? UInt32(TK_TIMER_COMMON) : 0))
     }
 
     /// The C spec that changes a scheduled timer's settings to this state's
     /// and keeps the next deadline it has in the loop.
     func specKeepingDeadline(clock: ClockID, modes: tk_mode_set) -> tk_timer_spec {
-        tk_timer_spec(
+        let (cModes, common) = TimerLoop.cModes(modes)
+        return tk_timer_spec(
             clock: clock.rawClock, delay_ns: 0, deadline_ns: 0, interval_ns: interval,
-            leeway_ns: isPrecise ? 0 : tolerance, modes: modes,
-            flags: UInt32(TK_TIMER_KEEP_DEADLINE) | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0))
+            leeway_ns: isPrecise ? 0 : tolerance, modes: cModes,
+            flags: UInt32(TK_TIMER_KEEP_DEADLINE) | (isPrecise ? UInt32(TK_TIMER_PRECISE) : 0)
+                | (common ? UInt32(TK_TIMER_COMMON) : 0))
     }
 }

@@ -121,9 +121,10 @@ public final class FrameTicker: @unchecked Sendable {
         self.loop = loop
         self.held = ThreadLocked(Held(ticker: nil, action: action))
         if loop.hasFailed, let failure = loop.failure { throw failure }
+        let (cModes, common) = TimerLoop.cModes(try loop.modeSet(modes))
         var spec = tk_frame_ticker_spec(
-            rate: rate.rawRange, modes: try loop.modeSet(modes),
-            flags: paused ? UInt32(TK_FRAME_PAUSED) : 0)
+            rate: rate.rawRange, modes: cModes,
+            flags: (paused ? UInt32(TK_FRAME_PAUSED) : 0) | (common ? UInt32(TK_FRAME_COMMON) : 0))
         // The loop's reference, handed to its release handler when the C
         // ticker is freed (after tk_frame_ticker_destroy, or with the loop).
         let context = Unmanaged.passRetained(self)
@@ -256,7 +257,12 @@ public final class FrameTicker: @unchecked Sendable {
         try withTicker { handle throws(TimerError) in
             // Named once the ticker is known to be valid, so that an
             // invalidated ticker names no new mode.
-            let set = try loop.modeSet(mode)
+            let (set, common) = TimerLoop.cModes(try loop.modeSet(mode))
+            if common {
+                _ = try TimerError.check(
+                    tk_frame_ticker_join_common_modes(handle), "tk_frame_ticker_join_common_modes")
+                return
+            }
             var info = tk_frame_ticker_info()
             SystemError.expectSuccess(tk_frame_ticker_get_info(handle, &info), "tk_frame_ticker_get_info")
             _ = try TimerError.check(tk_frame_ticker_set_modes(handle, info.modes | set),

@@ -81,9 +81,11 @@ public final class TimerCallbacks<Handler: TimerCallbackHandler>: Sendable {
         if let interval { intervalNanoseconds = try AnyLoopTimer.intervalNanoseconds(interval) }
         let leeway = try AnyLoopTimer.toleranceNanoseconds(tolerance)
         if loop.hasFailed, let failure = loop.failure { throw failure }
+        let (modes, common) = TimerLoop.cModes(try loop.modeSet(mode))
         var spec = tk_timer_spec(
             clock: TK_CLOCK_MONOTONIC, delay_ns: max(0, delay.nanosecondsRoundedUp), deadline_ns: 0,
-            interval_ns: intervalNanoseconds, leeway_ns: leeway, modes: try loop.modeSet(mode), flags: 0)
+            interval_ns: intervalNanoseconds, leeway_ns: leeway, modes: modes,
+            flags: common ? UInt32(TK_TIMER_COMMON) : 0)
         // The loop's reference, released by the loop's release handler or
         // handed back to cancel(_:).
         let context = Unmanaged.passRetained(target as CallbackTarget)

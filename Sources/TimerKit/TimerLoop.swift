@@ -106,6 +106,10 @@ public final class TimerLoop: @unchecked Sendable {
                 handle, { _, loop in _ = Unmanaged<TimerLoop>.fromOpaque(loop!).retain() },
                 Unmanaged.passUnretained(self).toOpaque()),
             "tk_loop_set_hold")
+        // The C loop's common modes start as the default mode: tracking is
+        // common too.
+        SystemError.expectSuccess(
+            tk_loop_add_common_modes(handle, 1 << 1), "tk_loop_add_common_modes")
         installJobRunner()
     }
 

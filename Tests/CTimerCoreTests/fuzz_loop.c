@@ -257,7 +257,7 @@ static int w_destroy(world *w) {
 
 enum {
     A_SCHEDULE, A_CANCEL, A_RESCHEDULE, A_INFO, A_FIRE, A_SET_TIME, A_ADVANCE,
-    A_CLOCK_CHANGE, A_RESERVE, A_STATS, A_DESTROY, A_RUN, A_STOP, A_COUNT
+    A_CLOCK_CHANGE, A_RESERVE, A_STATS, A_DESTROY, A_RUN, A_STOP, A_ADD_COMMON, A_COUNT
 };
 
 enum { T_REC, T_ZERO, T_FORGED };
@@ -418,6 +418,10 @@ static void run_action(world *w, const action *a, result *out) {
         out->rc = w->is_ref ? ref_advance(&w->ref, a->mode, a->value)
                             : tk_loop_advance(w->loop, TK_MODES(a->mode), a->value);
         break;
+    case A_ADD_COMMON:
+        out->rc = w->is_ref ? ref_add_common_modes(&w->ref, (tk_mode_set)a->value)
+                            : tk_loop_add_common_modes(w->loop, (tk_mode_set)a->value);
+        break;
     case A_CLOCK_CHANGE:
         if (w->is_ref) {
             ref_set_clock_change_handler(&w->ref, a->value ? ref_world_clock_change_fn : NULL,
@@ -519,13 +523,20 @@ static tk_timer_spec read_spec(void) {
     default: s.leeway_ns = INT64_MAX; break;
     }
     if ((m & 16) && leeway_kind == 0) s.flags |= TK_TIMER_PRECISE;
+    if (m & 32) s.flags |= TK_TIMER_COMMON;
     if (bad == 3) {
         switch (in_u8() % 7) {
         case 0: s.clock = (tk_clock)(3 + in_u8() % 8); break;
         case 1: s.interval_ns = -1 - (int64_t)in_raw(1); break;
         case 2: s.leeway_ns = -1 - (int64_t)in_raw(1); break;
         case 3: s.modes |= TK_MODES_INVALID; break;
-        case 4: s.flags |= 4u << (in_u8() % 30); break;
+        case 4: {
+            /* TK_TIMER_KEEP_DEADLINE, which no new timer takes, or a flag
+             * no version has (TK_TIMER_COMMON, 0x8, is valid). */
+            unsigned k = in_u8() % 29;
+            s.flags |= k == 0 ? TK_TIMER_KEEP_DEADLINE : 16u << (k - 1);
+            break;
+        }
         case 5: /* the first fire in the field the flags do not name */
             if (absolute) s.delay_ns = 1 + (int64_t)in_raw(1);
             else s.deadline_ns = in_value() | 1;
@@ -662,6 +673,15 @@ static int read_action(action *a, int in_callback, uint32_t self) {
     }
     case A_STATS:
         if ((k >> 4) == 15) a->kind = A_STOP;
+        if ((k >> 4) == 14) {
+            /* One of the modes advances and runs use most, a few of them,
+             * or a set with the invalid bit. */
+            a->kind = A_ADD_COMMON;
+            uint8_t m = in_u8();
+            a->value = m < 200   ? TK_MODES(m % 5)
+                       : m < 250 ? (tk_mode_set)(m & 31)
+                                 : TK_MODES_INVALID | (tk_mode_set)(m & 3);
+        }
         break;
     case A_CLOCK_CHANGE: a->value = k >> 7; break;
     case A_RESERVE:

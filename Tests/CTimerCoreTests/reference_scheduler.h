@@ -86,6 +86,14 @@
  *     reading at that moment (a nested run may have moved it past the
  *     pass's), both computed exactly (only
  *     `next` is saturated), with a new seq.
+ *   - Common modes: the loop's start as the default mode alone. A spec with
+ *     TK_TIMER_COMMON puts the timer in them as well as in its `modes` (and
+ *     info reports the flag); add_common_modes(m) adds m to them and to
+ *     the modes of every scheduled timer whose latest spec had the flag,
+ *     changing nothing else (deadline, seq, parked stay), so that a parked
+ *     one is put back at the next pass in a mode it now has. A one-shot
+ *     inside its callback is not scheduled: a reschedule gives it the
+ *     common modes of that moment.
  *   - fire(id): a one-shot is cancelled (its handle goes stale at once, so
  *     inside the callback every call with it returns -ENOENT), then its
  *     callback runs (missed 0); a repeating timer keeps its schedule. The
@@ -140,6 +148,7 @@ typedef struct ref_timer {
     int64_t interval;
     int64_t leeway;
     int precise;
+    int common;     /* its spec had TK_TIMER_COMMON */
     tk_mode_set modes;
     uint64_t seq;
     ref_timer_fn fn;
@@ -165,6 +174,7 @@ struct ref_sched {
     ref_clock_change_fn clock_change_fn;
     void *clock_change_context;
     tk_loop_stats stats;
+    tk_mode_set common_modes;
 };
 
 /* ------------------------------------------------------------------------
@@ -201,6 +211,7 @@ REF_FN int64_t ref_next_on_grid(int64_t deadline, int64_t interval, int64_t now,
 REF_FN void ref_init(ref_sched *ref, int64_t start_ns) {
     memset(ref, 0, sizeof *ref);
     for (int c = 0; c < TK_CLOCK_COUNT; c++) ref->now[c] = start_ns;
+    ref->common_modes = TK_MODES(TK_MODE_DEFAULT);
 }
 
 REF_FN void ref_free(ref_sched *ref) {
@@ -248,7 +259,8 @@ REF_FN int ref_check_spec(const tk_timer_spec *spec) {
     if ((unsigned)spec->clock >= TK_CLOCK_COUNT) return -EINVAL;
     if (spec->interval_ns < 0 || spec->leeway_ns < 0) return -EINVAL;
     if (spec->modes & TK_MODES_INVALID) return -EINVAL;
-    if (spec->flags & ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE))
+    if (spec->flags &
+        ~(TK_TIMER_ABSOLUTE | TK_TIMER_PRECISE | TK_TIMER_KEEP_DEADLINE | TK_TIMER_COMMON))
         return -EINVAL;
     if ((spec->flags & TK_TIMER_PRECISE) && spec->leeway_ns != 0) return -EINVAL;
     if (spec->flags & TK_TIMER_KEEP_DEADLINE)
@@ -274,6 +286,8 @@ REF_FN void ref_apply_spec(ref_sched *ref, ref_timer *t, const tk_timer_spec *sp
     if (t->interval > 0 && t->leeway > t->interval / 2) t->leeway = t->interval / 2;
     t->precise = (spec->flags & TK_TIMER_PRECISE) != 0;
     t->modes = spec->modes ? spec->modes : TK_MODES(TK_MODE_DEFAULT);
+    t->common = (spec->flags & TK_TIMER_COMMON) != 0;
+    if (t->common) t->modes |= ref->common_modes;
     t->seq = ref->seq++;
     t->parked = 0;
     t->deferred = 0;
@@ -345,7 +359,17 @@ REF_FN int ref_timer_info(ref_sched *ref, uint64_t id, tk_timer_info *info) {
     info->leeway_ns = t->leeway;
     info->modes = t->modes;
     info->waiting_for_mode = t->parked;
-    info->flags = t->precise ? TK_TIMER_PRECISE : 0;
+    info->flags = (t->precise ? TK_TIMER_PRECISE : 0) | (t->common ? TK_TIMER_COMMON : 0);
+    return 0;
+}
+
+REF_FN int ref_add_common_modes(ref_sched *ref, tk_mode_set modes) {
+    if (modes & TK_MODES_INVALID) return -EINVAL;
+    ref->common_modes |= modes;
+    for (size_t i = 0; i < ref->live_count; i++) {
+        ref_timer *t = &ref->timers[ref->live[i]];
+        if (t->common) t->modes |= modes;
+    }
     return 0;
 }
 

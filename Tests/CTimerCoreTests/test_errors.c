@@ -1679,7 +1679,7 @@ static void test_keep_deadline(void) {
         {.delay_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE},
         {.deadline_ns = 6 * SEC, .flags = TK_TIMER_KEEP_DEADLINE},
         {.clock = TK_CLOCK_BOOTTIME, .interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE},
-        {.interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE | 0x8u},
+        {.interval_ns = MS, .flags = TK_TIMER_KEEP_DEADLINE | 0x10u},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_EQ(tk_loop_reschedule(loop, id, &bad[i]), -EINVAL);

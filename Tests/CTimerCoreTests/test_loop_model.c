@@ -309,6 +309,20 @@ static int w_run(world *w, unsigned mode, int64_t until, uint32_t flags) {
 
 static int w_stop(world *w) { return w->is_ref ? ref_stop(&w->ref) : tk_loop_stop(w->loop); }
 
+static int w_add_common_modes(world *w, tk_mode_set modes) {
+    return w->is_ref ? ref_add_common_modes(&w->ref, modes)
+                     : tk_loop_add_common_modes(w->loop, modes);
+}
+
+/* Modes to make common: mostly one of the few that runs use most, now and
+ * then a set of several, or one with the invalid bit. */
+static int64_t pick_common_modes(uint64_t *r) {
+    uint64_t k = rng_below(r, 100);
+    if (k < 80) return (int64_t)TK_MODES(rng_below(r, 5));
+    if (k < 97) return (int64_t)(tk_mode_set)rng_range(r, 1, 0x7FFF);
+    return (int64_t)(TK_MODES_INVALID | (tk_mode_set)rng_below(r, 4));
+}
+
 /* The reference's state of record `rec` (reference world only). */
 static int ref_state(uint32_t rec) {
     return W_REF.ref.timers[W_REF.handles[rec] - 1].state;
@@ -370,12 +384,12 @@ static void describe_target(char *buf, size_t n, const target *t) {
 
 enum act_kind {
     A_SCHEDULE, A_CANCEL, A_RESCHEDULE, A_INFO, A_FIRE, A_ADVANCE, A_DESTROY, A_STATS,
-    A_SET_TIME, A_CLOCK_CHANGE, A_RESERVE, A_RUN, A_STOP, A_KIND_COUNT
+    A_SET_TIME, A_CLOCK_CHANGE, A_RESERVE, A_RUN, A_STOP, A_ADD_COMMON, A_KIND_COUNT
 };
 
 static const char *const act_names[] = {
     "schedule", "cancel", "reschedule", "info", "fire", "advance", "destroy", "stats",
-    "set_time", "clock_change_handler", "reserve", "run", "stop",
+    "set_time", "clock_change_handler", "reserve", "run", "stop", "add_common_modes",
 };
 
 typedef struct action {
@@ -433,6 +447,9 @@ static void describe_action(char *buf, size_t n, const action *a) {
     case A_RESERVE:
         snprintf(buf, n, "reserve %" PRId64 " on clock %d", a->value, (int)a->clock);
         break;
+    case A_ADD_COMMON:
+        snprintf(buf, n, "add common modes %#" PRIx64, (uint64_t)a->value);
+        break;
     case A_RUN:
         if (a->value == TK_FOREVER) {
             snprintf(buf, n, "run mode %u forever, flags %#x", a->mode, a->flags);
@@ -483,6 +500,7 @@ static void run_action(world *w, const action *a, result *out) {
     case A_RESERVE: out->rc = w_reserve(w, a->clock, (uint32_t)a->value); break;
     case A_RUN: out->rc = w_run(w, a->mode, a->value, a->flags); break;
     case A_STOP: out->rc = w_stop(w); break;
+    case A_ADD_COMMON: out->rc = w_add_common_modes(w, (tk_mode_set)a->value); break;
     default: abort();
     }
 }
@@ -625,6 +643,7 @@ static tk_timer_spec pick_spec(uint64_t *r, int top) {
     } else {
         s.delay_ns = pick_delay(r);
     }
+    if (rng_pct(r, 25)) s.flags |= TK_TIMER_COMMON;
     if (rng_pct(r, 40)) {
         static const int64_t grid[] = {U, 2 * U, 5 * U, 10 * U, 37 * U, 100 * U};
         uint64_t k = rng_below(r, 100);
@@ -650,7 +669,13 @@ static tk_timer_spec pick_bad_spec(uint64_t *r) {
     case 1: s.interval_ns = -(int64_t)rng_range(r, 1, 1000); break;
     case 2: s.leeway_ns = rng_pct(r, 50) ? -1 : INT64_MIN; break;
     case 3: s.modes |= TK_MODES_INVALID; break;
-    case 4: s.flags |= 4u << rng_below(r, 30); break;
+    case 4: {
+        /* TK_TIMER_KEEP_DEADLINE, which no new timer takes, or a flag no
+         * version has (TK_TIMER_COMMON, 0x8, is valid). */
+        unsigned k = (unsigned)rng_below(r, 29);
+        s.flags |= k == 0 ? TK_TIMER_KEEP_DEADLINE : 16u << (k - 1);
+        break;
+    }
     case 7: /* precise, with a leeway */
         s.flags |= TK_TIMER_PRECISE;
         s.leeway_ns = rng_range(r, 1, 20 * U);
@@ -828,6 +853,9 @@ static void decide_callback_actions(world *w, int kind, uint32_t rec, uint32_t o
             a.kind = A_STATS;
         } else if (c < 96) {
             a.kind = A_STOP; /* ends the innermost run after this callback */
+        } else if (c < 98) {
+            a.kind = A_ADD_COMMON;
+            a.value = pick_common_modes(r);
         } else {
             continue;
         }
@@ -1067,6 +1095,9 @@ static action pick_op(uint64_t *r) {
         a.clock = (tk_clock)rng_below(r, rng_pct(r, 90) ? TK_CLOCK_COUNT : 40);
     } else if (k < 990) {
         a.kind = A_STOP; /* no run is going: the next one returns at once */
+    } else if (k < 994) {
+        a.kind = A_ADD_COMMON;
+        a.value = pick_common_modes(r);
     } else {
         a.kind = A_STATS;
     }

@@ -85,7 +85,7 @@ struct LoopModeTests {
         #expect(loop.statistics.pending == 0)
     }
 
-    @Test("addCommonMode: timers added to .common afterwards also fire in the new mode")
+    @Test("addCommonMode: timers in .common, added before or after, fire in the new mode; others wait")
     func addCommonMode() throws {
         let loop = try TimerLoop.manual()
         let modal = LoopMode("modal")
@@ -93,15 +93,81 @@ struct LoopModeTests {
         let before = try loop.schedule(after: .seconds(1), in: .common) { _, _ in
             fired.withLock { $0.append("before") }
         }
+        let plain = try loop.schedule(after: .seconds(1), in: .tracking) { _, _ in
+            fired.withLock { $0.append("plain") }
+        }
         try loop.addCommonMode(modal)
+        #expect(before.fireDate?.offset == .seconds(1))
         try loop.schedule(after: .seconds(1), in: .common) { _, _ in
             fired.withLock { $0.append("after") }
         }
         try loop.advance(by: .seconds(2), mode: modal)
-        #expect(fired.value == ["after"])
-        #expect(before.isWaitingForMode)
+        #expect(fired.value == ["before", "after"])
+        #expect(!before.isValid)
+        #expect(plain.isWaitingForMode)
         try loop.advance(by: .zero, mode: .tracking)
-        #expect(fired.value == ["after", "before"])
+        #expect(fired.value == ["before", "after", "plain"])
+    }
+
+    @Test("the carousel: a repeating timer in .common keeps turning in a mode made common after it")
+    func carouselInLaterCommonMode() throws {
+        let loop = try TimerLoop.manual()
+        let turns = Locked(0)
+        let carousel = try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: .common) { _, _ in
+            turns.withLock { $0 += 1 }
+        }
+        try loop.advance(by: .seconds(2), mode: .default)
+        #expect(turns.value == 2)
+        let modal: LoopMode = "modal"
+        try loop.addCommonMode(modal)
+        try loop.advance(by: .seconds(3), mode: modal)
+        #expect(turns.value == 5)
+        // Due while the loop ran a mode that is not common, it waits; made
+        // common, the mode's next pass fires it, once, with the turns it
+        // skipped counted.
+        let missed = Locked<[UInt64]>([])
+        let sheet: LoopMode = "sheet"
+        try loop.add(carousel, in: [.default])  // no change: it is in default already
+        let waiting = try loop.schedule(after: .seconds(1), in: .common) { _, skipped in
+            missed.withLock { $0.append(skipped) }
+        }
+        try loop.advance(by: .seconds(2), mode: sheet)
+        try loop.advance(by: .zero, mode: sheet)
+        #expect(turns.value == 5)
+        #expect(waiting.isWaitingForMode && carousel.isWaitingForMode)
+        try loop.addCommonMode(sheet)
+        try loop.advance(by: .zero, mode: sheet)
+        #expect(turns.value == 6)
+        #expect(missed.value == [0])
+        #expect(!waiting.isValid)
+        carousel.invalidate()
+    }
+
+    @Test("a frame ticker in .common delivers frames in a mode made common after it; one added to .common later too")
+    func frameTickerInLaterCommonMode() throws {
+        let loop = try TimerLoop.manual()
+        let commonFrames = Locked(0)
+        let laterFrames = Locked(0)
+        let ticker = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 10), in: [.common]) { _, _ in
+            commonFrames.withLock { $0 += 1 }
+        }
+        let later = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 10)) { _, _ in
+            laterFrames.withLock { $0 += 1 }
+        }
+        let modal: LoopMode = "modal"
+        try loop.addCommonMode(modal)
+        try loop.advance(by: .milliseconds(300), mode: modal)
+        #expect(commonFrames.value == 3)
+        #expect(laterFrames.value == 0)
+        try later.add(.common)
+        let sheet: LoopMode = "sheet"
+        try loop.addCommonMode(sheet)
+        try loop.advance(by: .milliseconds(200), mode: sheet)
+        #expect(commonFrames.value == 5)
+        // Its frames waited: the latest of them at once, then one per period.
+        #expect(laterFrames.value == 3)
+        ticker.invalidate()
+        later.invalidate()
     }
 
     @Test("adding a scheduled timer to another mode adds the mode and keeps its fire date")

@@ -33,6 +33,10 @@ import TimerKit
 //     is scheduled right now (not a one-shot inside its own action).
 //   - advance is refused (busy) while the loop runs a callback: an advance or
 //     a fire() of a scheduled timer.
+//   - A timer added to .common is in the loop's common modes (default and
+//     tracking, and each added by addCommonMode), those added after it too:
+//     which modes it is in is read at each use, so an addCommonMode changes
+//     nothing else about it (fire date, sequence number, parked).
 
 /// The modes the model test uses.
 enum ModeChoice: Int, CaseIterable, Equatable, CustomStringConvertible {
@@ -315,8 +319,16 @@ final class ModelLoop {
         return .done
     }
 
+    /// The bit that stands for .common in a timer's `modes`.
+    private static let common: UInt32 = 0x8000_0000
+
     private func modeSet(_ modes: [ModeChoice]) -> UInt32 {
-        modes.reduce(0) { $0 | ($1 == .common ? commonModes : $1.bit) }
+        modes.reduce(0) { $0 | ($1 == .common ? Self.common : $1.bit) }
+    }
+
+    /// The modes `t` fires in now.
+    private func inModes(_ t: Timer) -> UInt32 {
+        t.modes & ~Self.common | (t.modes & Self.common != 0 ? commonModes : 0)
     }
 
     private func create(_ spec: TimerSpec) -> Int {
@@ -496,7 +508,7 @@ final class ModelLoop {
             var target: Int64?
             for n in live {
                 let t = timers[n]
-                if t.parked || t.modes & bit == 0 { continue }
+                if t.parked || inModes(t) & bit == 0 { continue }
                 let at = saturating(t.deadline, t.leeway)
                 if at == .max { continue }
                 let wait = saturating(at, -now)
@@ -516,7 +528,7 @@ final class ModelLoop {
     }
 
     private func pass(_ bit: UInt32) -> Int {
-        for n in live where timers[n].parked && timers[n].modes & bit != 0 {
+        for n in live where timers[n].parked && inModes(timers[n]) & bit != 0 {
             timers[n].parked = false
         }
         let passSeq = nextSeq
@@ -542,7 +554,7 @@ final class ModelLoop {
                 }
             }
             guard best >= 0 else { return count }
-            if timers[best].modes & bit == 0 {
+            if inModes(timers[best]) & bit == 0 {
                 timers[best].parked = true
                 continue
             }
