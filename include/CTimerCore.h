@@ -1024,15 +1024,16 @@ int tk_loop_timer_info(tk_loop *loop, tk_timer_id timer, tk_timer_info *info);
 /**
  * Adds `modes` to the loop's common modes, which start as the default mode
  * alone, and to the modes of every timer the loop holds that was scheduled
- * with TK_TIMER_COMMON, and of every frame ticker made with TK_FRAME_COMMON:
+ * with TK_TIMER_COMMON, and of every frame ticker in the common modes
+ * (TK_FRAME_COMMON, tk_frame_ticker_join_common_modes):
  * a timer already in the common modes fires in a mode made common later, as
  * it would had it been scheduled after. A timer keeps its deadline and its
  * place among timers due at the same time; one that came due and waits for
  * a mode it now has fires at the next pass in that mode (or, made common
  * from a callback during a pass in that mode, later in that pass), and a
  * run sleeping in a new mode wakes for what is due in it. A one-shot whose
- * callback runs has the modes should its callback schedule it again. A
- * common mode cannot be taken away. Returns 0, or -EINVAL for a NULL loop or
+ * callback runs has them if its callback schedules it again with
+ * TK_TIMER_COMMON. A common mode cannot be taken away. Returns 0, or -EINVAL for a NULL loop or
  * TK_MODES_INVALID in `modes`. Allocates nothing; O(n) in the loop's table
  * of timers when it adds a mode. (API version 18.)
  */

@@ -314,8 +314,9 @@ public final class TimerLoop: @unchecked Sendable {
     /// on the loop still run (and hear of the failure), until ``stop()``.
     ///
     /// - Throws: ``TimerError/notARunMode(_:)`` for ``LoopMode/common``, a
-    ///   mode error, or ``TimerError/system(_:)`` if the loop or the thread
-    ///   cannot be created.
+    ///   mode error, ``TimerError/fakedClock(_:)`` (see ``init()``), or
+    ///   ``TimerError/system(_:)`` if the loop or the thread cannot be
+    ///   created.
     public static func startThread(mode: LoopMode = .default) throws(TimerError) -> TimerLoop {
         let loop = try TimerLoop()
         let modes = try loop.runModeSet(mode)
@@ -330,7 +331,8 @@ public final class TimerLoop: @unchecked Sendable {
     /// The calling thread's loop, created the first time it is asked for, like
     /// `RunLoop.current`. It lives as long as the thread.
     ///
-    /// - Throws: ``TimerError/system(_:)`` if a new loop cannot be created.
+    /// - Throws: ``TimerError/fakedClock(_:)`` (see ``init()``), or
+    ///   ``TimerError/system(_:)`` if a new loop cannot be created.
     public static func current() throws(TimerError) -> TimerLoop {
         if let pointer = pthread_getspecific(currentLoopKey) {
             return Unmanaged<TimerLoop>.fromOpaque(pointer).takeUnretainedValue()

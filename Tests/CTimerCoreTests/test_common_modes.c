@@ -230,6 +230,95 @@ static void test_from_callbacks(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* A timer held in its heap (a reschedule gave it a deadline already due
+ * during the pass going on) joins a mode made common later in that pass. */
+typedef struct held_case {
+    tk_timer_id held;
+    int rescheduled;
+    int added;
+} held_case;
+
+static void reschedule_into_past(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id;
+    (void)missed;
+    held_case *h = context;
+    tk_timer_spec past = {.deadline_ns = 1, .interval_ns = 1000 * MS,
+                          .flags = TK_TIMER_ABSOLUTE | TK_TIMER_COMMON};
+    h->rescheduled = tk_loop_reschedule(loop, h->held, &past);
+}
+
+static void add_modal(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)id;
+    (void)missed;
+    held_case *h = context;
+    h->added = tk_loop_add_common_modes(loop, TK_MODES(MODAL));
+}
+
+static void test_held(void) {
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    if (loop == NULL) return;
+    held_case h = {0};
+    fires f = {0};
+    tk_timer_spec soon = {.delay_ns = 10 * MS};
+    tk_timer_id ids[3];
+    CHECK_EQ(tk_loop_schedule(loop, &soon, reschedule_into_past, &h, &ids[0]), 0);
+    ids[1] = h.held = schedule(loop, 100 * MS, 0, 0, TK_TIMER_COMMON, &f);
+    CHECK_EQ(tk_loop_schedule(loop, &soon, add_modal, &h, &ids[2]), 0);
+    /* The held timer fires at the next pass, at the same time, and is
+     * re-armed on its grid, 1 s on, with the modes it had then. */
+    CHECK_EQ(tk_loop_advance(loop, 0, 10 * MS), 3);
+    CHECK_EQ(h.rescheduled, 0);
+    CHECK_EQ(h.added, 0);
+    CHECK_EQ(f.count, 1);
+    CHECK_EQ(info_of(loop, h.held).modes, TK_MODES(0) | TK_MODES(MODAL));
+    check_mode_counts(loop, ids, 3);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(MODAL), 1000 * MS), 1);
+    CHECK_EQ(f.count, 2);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
+/* A timer deferred (due in a nested run while its own callback runs) joins
+ * a mode its callback makes common. */
+typedef struct deferred_case {
+    int calls;
+    int nested;
+    int added;
+} deferred_case;
+
+static void defer_then_add(tk_loop *loop, tk_timer_id id, uint64_t missed, void *context) {
+    (void)missed;
+    deferred_case *d = context;
+    if (d->calls++ > 0) return;
+    tk_timer_spec past = {.deadline_ns = 1, .interval_ns = 1000 * MS,
+                          .flags = TK_TIMER_ABSOLUTE | TK_TIMER_COMMON};
+    CHECK_EQ(tk_loop_reschedule(loop, id, &past), 0);
+    d->nested = tk_loop_run(loop, TK_MODES(0), TK_FOREVER, TK_RUN_NOWAIT);
+    d->added = tk_loop_add_common_modes(loop, TK_MODES(MODAL));
+}
+
+static void test_deferred(void) {
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create_manual(&loop, 0), 0);
+    if (loop == NULL) return;
+    deferred_case d = {0};
+    tk_timer_spec every = {.delay_ns = MS, .interval_ns = MS, .flags = TK_TIMER_COMMON};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &every, defer_then_add, &d, &id), 0);
+    /* Deferred in the nested run, not re-entered; it fires once its
+     * callback has returned, and is re-armed on its grid, 1 s on, with the
+     * modes it had then. */
+    CHECK_EQ(tk_loop_run(loop, 0, MS, 0), TK_RUN_TIMED_OUT);
+    CHECK_EQ(d.nested, TK_RUN_PASSED);
+    CHECK_EQ(d.added, 0);
+    CHECK_EQ(d.calls, 2);
+    CHECK_EQ(info_of(loop, id).modes, TK_MODES(0) | TK_MODES(MODAL));
+    check_mode_counts(loop, &id, 1);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(MODAL), 1000 * MS), 1);
+    CHECK_EQ(d.calls, 3);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 /* A reschedule without the flag takes a timer out of the common modes; a
  * precise common timer stays precise; bad calls change nothing. */
 static void test_leaving_and_errors(void) {
@@ -356,7 +445,8 @@ static void test_wakes_sleeping_run(void) {
     modal_run run = {loop, 0};
     pthread_t thread;
     CHECK_EQ(pthread_create(&thread, NULL, run_modal, &run), 0);
-    /* Past the deadline: the run meets the timer due, outside its mode. */
+    /* Past the deadline: the run, in a mode the timer is not in, sleeps on
+     * (it has no timer of its own mode to wake for). */
     struct timespec pause = {0, 50 * MS};
     nanosleep(&pause, NULL);
     __atomic_store_n(&g_made_common, 1, __ATOMIC_RELEASE);
@@ -368,14 +458,51 @@ static void test_wakes_sleeping_run(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* The same with the timer parked: a timer of the run's mode, due after the
+ * common one, wakes the run, whose pass finds the common one due and parks
+ * it (waiting for a mode of its own); made common, it wakes the run again
+ * and fires. */
+static void test_wakes_run_for_parked(void) {
+    tk_loop *loop = NULL;
+    CHECK_EQ(tk_loop_create(&loop), 0);
+    if (loop == NULL) return;
+    fires common = {0}, nudge = {0};
+    tk_timer_spec spec = {.delay_ns = 10 * MS, .flags = TK_TIMER_COMMON};
+    tk_timer_id id;
+    CHECK_EQ(tk_loop_schedule(loop, &spec, stop_on_fire, &common, &id), 0);
+    (void)schedule(loop, 30 * MS, 0, TK_MODES(MODAL), 0, &nudge);
+    g_made_common = 0;
+    g_fired_after_made_common = 0;
+    modal_run run = {loop, 0};
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, run_modal, &run), 0);
+    /* Until the run has parked it (no bound: a slow machine only waits). */
+    struct timespec pause = {0, 5 * MS};
+    tk_timer_info info = {0};
+    while (tk_loop_timer_info(loop, id, &info) == 0 && !info.waiting_for_mode) {
+        nanosleep(&pause, NULL);
+    }
+    CHECK_EQ(info.waiting_for_mode, 1);
+    __atomic_store_n(&g_made_common, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(tk_loop_add_common_modes(loop, TK_MODES(MODAL)), 0);
+    CHECK_EQ(pthread_join(thread, NULL), 0);
+    CHECK_EQ(run.result, TK_RUN_STOPPED);
+    CHECK_EQ(common.count, 1);
+    CHECK_EQ(g_fired_after_made_common, 1);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"join", test_join, 60},
     {"waiting", test_waiting, 60},
     {"from_callbacks", test_from_callbacks, 60},
     {"cancelled_in_callback", test_cancelled_in_callback, 60},
+    {"held", test_held, 60},
+    {"deferred", test_deferred, 60},
     {"leaving_and_errors", test_leaving_and_errors, 60},
     {"frame_tickers", test_frame_tickers, 60},
     {"wakes_sleeping_run", test_wakes_sleeping_run, 60},
+    {"wakes_run_for_parked", test_wakes_run_for_parked, 120},
 };
 
 int main(int argc, char **argv) {

@@ -113,8 +113,10 @@ struct LoopModeTests {
     func carouselInLaterCommonMode() throws {
         let loop = try TimerLoop.manual()
         let turns = Locked(0)
-        let carousel = try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: .common) { _, _ in
+        let skipped = Locked<[UInt64]>([])
+        let carousel = try loop.schedule(after: .seconds(1), repeating: .seconds(1), in: .common) { _, missed in
             turns.withLock { $0 += 1 }
+            skipped.withLock { $0.append(missed) }
         }
         try loop.advance(by: .seconds(2), mode: .default)
         #expect(turns.value == 2)
@@ -122,23 +124,20 @@ struct LoopModeTests {
         try loop.addCommonMode(modal)
         try loop.advance(by: .seconds(3), mode: modal)
         #expect(turns.value == 5)
+        #expect(skipped.value == [0, 0, 0, 0, 0])
         // Due while the loop ran a mode that is not common, it waits; made
-        // common, the mode's next pass fires it, once, with the turns it
-        // skipped counted.
-        let missed = Locked<[UInt64]>([])
+        // common, the mode's next pass fires it once, with the turn it
+        // skipped counted, and a one-shot beside it too.
         let sheet: LoopMode = "sheet"
-        try loop.add(carousel, in: [.default])  // no change: it is in default already
-        let waiting = try loop.schedule(after: .seconds(1), in: .common) { _, skipped in
-            missed.withLock { $0.append(skipped) }
-        }
-        try loop.advance(by: .seconds(2), mode: sheet)
+        let waiting = try loop.schedule(after: .seconds(1), in: .common) { _, _ in }
+        try loop.advance(by: .milliseconds(2500), mode: sheet)
         try loop.advance(by: .zero, mode: sheet)
         #expect(turns.value == 5)
         #expect(waiting.isWaitingForMode && carousel.isWaitingForMode)
         try loop.addCommonMode(sheet)
         try loop.advance(by: .zero, mode: sheet)
         #expect(turns.value == 6)
-        #expect(missed.value == [0])
+        #expect(skipped.value == [0, 0, 0, 0, 0, 1])
         #expect(!waiting.isValid)
         carousel.invalidate()
     }
