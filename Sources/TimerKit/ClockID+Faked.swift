@@ -2,8 +2,9 @@ import CTimerCore
 
 extension ClockID {
     /// How far this process's reading of a clock may be off the kernel's
-    /// own before it counts as faked: far above the gap between two reads
-    /// on a busy machine, far below any offset a time faker is set to.
+    /// own before it counts as faked: far above any difference between the
+    /// two ways of reading one clock, far below any offset a time faker is
+    /// set to.
     static let fakedClockSlack: Int64 = 50_000_000
 
     /// Whether this process reads the clock off the kernel's own reading of
@@ -16,9 +17,10 @@ extension ClockID {
     /// The process's reading (`tk_clock_now`) is taken between two of the
     /// kernel's (`tk_clock_now_kernel`, a system call that no preloaded
     /// library reaches), and the clock counts as faked if it is outside
-    /// them by more than ``fakedClockSlack``, twice, so that a pause between
-    /// reads on a busy machine is not taken for a faker. A clock the kernel
-    /// cannot read counts as not faked: the loop's own calls report that.
+    /// them by more than ``fakedClockSlack``. A true reading lies between
+    /// the two however long the thread is paused between reads, so one try
+    /// is enough. A clock the kernel cannot read counts as not faked: the
+    /// loop's own calls report that.
     var isFaked: Bool {
         Self.isFaked(
             read: { tk_clock_now(rawClock, &$0) },
@@ -30,17 +32,12 @@ extension ClockID {
     static func isFaked(
         read: (inout Int64) -> Int32, kernelRead: (inout Int64) -> Int32
     ) -> Bool {
-        for _ in 0..<2 {
-            var before: Int64 = 0
-            var reading: Int64 = 0
-            var after: Int64 = 0
-            guard kernelRead(&before) == 0, read(&reading) == 0, kernelRead(&after) == 0 else {
-                return false
-            }
-            if reading >= before &- fakedClockSlack && reading <= after &+ fakedClockSlack {
-                return false
-            }
+        var before: Int64 = 0
+        var reading: Int64 = 0
+        var after: Int64 = 0
+        guard kernelRead(&before) == 0, read(&reading) == 0, kernelRead(&after) == 0 else {
+            return false
         }
-        return true
+        return reading < before &- fakedClockSlack || reading > after &+ fakedClockSlack
     }
 }
