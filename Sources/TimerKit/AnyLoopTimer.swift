@@ -303,7 +303,10 @@ public class AnyLoopTimer: @unchecked Sendable {
     public func fire() {
         guard let (loop, id) = runByHandUnlessOnALoop() else { return }
         // -ENOENT: it fired or was invalidated meanwhile; nothing to run.
-        let result = tk_loop_fire(loop.handle, id)
+        // The loop is held across the call: a one-shot's fire may end the
+        // loop's hold inside it (its release handler lets go of it there),
+        // and a loop freed inside its own call could not be destroyed.
+        let result = withExtendedLifetime(loop) { tk_loop_fire(loop.handle, id) }
         if result != -ENOENT { SystemError.expectSuccess(result, "tk_loop_fire") }
     }
 

@@ -85,18 +85,18 @@ public final class TimerLoop: @unchecked Sendable {
     /// The last loop's number.
     private static let serials = Atomic<UInt64>(0)
 
-    private init(handle: OpaquePointer, isManual: Bool) throws(TimerError) {
+    private init(handle: OpaquePointer, isManual: Bool) {
         self.handle = handle
         self.isManual = isManual
         // Every context TimerKit gives the C loop is a retained Swift object
         // (a timer or a sleep); the loop says when it is done with one.
-        let result = tk_loop_set_release_handler(handle) { _, context in
-            Unmanaged<AnyObject>.fromOpaque(context!).release()
-        }
-        if result < 0 {
-            SystemError.expectSuccess(tk_loop_destroy(handle), "tk_loop_destroy")
-            _ = try TimerError.check(result, "tk_loop_set_release_handler")
-        }
+        // It fails only for a NULL loop. (Thrown from here, a failure would
+        // run deinit, which destroys the handle: it must not be destroyed here too.)
+        SystemError.expectSuccess(
+            tk_loop_set_release_handler(handle) { _, context in
+                Unmanaged<AnyObject>.fromOpaque(context!).release()
+            },
+            "tk_loop_set_release_handler")
         // While the C loop holds LoopTimers' records, it holds a reference
         // to this loop: one for all of them, where one per timer would cost
         // two atomic operations per schedule and invalidate. The release
@@ -130,7 +130,7 @@ public final class TimerLoop: @unchecked Sendable {
         }
         var handle: OpaquePointer?
         _ = try TimerError.check(tk_loop_create(&handle), "tk_loop_create")
-        try self.init(handle: handle!, isManual: false)
+        self.init(handle: handle!, isManual: false)
     }
 
     /// Creates a loop on a manual clock whose three clocks (monotonic, boot and
@@ -152,7 +152,7 @@ public final class TimerLoop: @unchecked Sendable {
         var handle: OpaquePointer?
         _ = try TimerError.check(
             tk_loop_create_manual(&handle, start.nanosecondsRoundedDown), "tk_loop_create_manual")
-        return try TimerLoop(handle: handle!, isManual: true)
+        return TimerLoop(handle: handle!, isManual: true)
     }
 
     deinit {

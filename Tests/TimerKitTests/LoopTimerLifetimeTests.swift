@@ -320,6 +320,53 @@ struct LoopTimerLifetimeTests {
         #expect(ran.value == 1)
     }
 
+    /// Invalidates `timer` when freed.
+    private final class Invalidator: TimerCallbackHandler, @unchecked Sendable {
+        let timer: AnyLoopTimer
+        init(_ timer: AnyLoopTimer) { self.timer = timer }
+        deinit { timer.invalidate() }
+        func timerFired(_ timer: CallbackTimer, missed: UInt64) {}
+    }
+
+    @Test(
+        "a deinit run inside a loop's own call (a fire, an advance) that invalidates the loop's last timer lets the loop go once the call returns",
+        arguments: ["fire", "one-shot", "callbacks", "frame ticker"])
+    func lastTimerEndedInsideALoopCall(_ holder: String) throws {
+        // A manual loop that nobody holds but its one repeating timer's hold,
+        // and something to free inside a call of the loop's: what it holds
+        // invalidates that timer, which ends the hold there. The loop is
+        // then freed when the call returns (were it freed inside the call,
+        // its destroy would be refused, and the process stop).
+        let watch: WeakReference<TimerLoop>
+        var byHand: LoopTimer<MonotonicClock>?
+        do {
+            let loop = try TimerLoop.manual()
+            watch = WeakReference(loop)
+            let last = try loop.schedule(after: .seconds(3600), repeating: .seconds(3600)) { _, _ in }
+            let invalidator = Invalidator(last)
+            switch holder {
+            case "fire":
+                byHand = try loop.schedule(after: .seconds(60)) { _, _ in _ = invalidator }
+            case "one-shot":
+                try loop.schedule(after: .seconds(1)) { _, _ in _ = invalidator }
+            case "callbacks":
+                try loop.callbacks(invalidator).schedule(after: .seconds(1))
+            default:
+                _ = try FrameTicker(on: loop, rate: FrameRateRange(fixed: 60)) { ticker, _ in
+                    _ = invalidator
+                    ticker.invalidate()
+                }
+            }
+        }
+        #expect(watch.object != nil, "the repeating timer holds the loop")
+        if let byHand {
+            byHand.fire()
+        } else {
+            try watch.object?.advance(by: .seconds(2))
+        }
+        #expect(watch.object == nil, "the loop's last timer ended in the call, and the loop with it")
+    }
+
     @Test("self-invalidation races external invalidation; loops stopped and dropped with timers mid-callback")
     func selfAndExternalInvalidate() throws {
         let before = tokenCounts()
