@@ -26,6 +26,9 @@
  *   - A change that would make existing code silently do something else is
  *     made so that the code fails loudly instead: it stops compiling, or the
  *     call returns -EINVAL. The changes, newest first:
+ *      19  A fix to what the header always said: tk_loop_take_stop
+ *          takes a stop asked during tk_loop_advance, in which no run goes
+ *          on (it returned 0 until the advance returned).
  *      18  Added: a loop's common modes (tk_loop_add_common_modes,
  *          TK_TIMER_COMMON, TK_FRAME_COMMON,
  *          tk_frame_ticker_join_common_modes); tk_timer_info's flags
@@ -149,7 +152,7 @@ extern "C" {
 #endif
 
 /** This header's API version; see "Compatibility" above. */
-#define TK_API_VERSION 18
+#define TK_API_VERSION 19
 
 /* ------------------------------------------------------------------------
  * Types
@@ -686,7 +689,9 @@ int tk_loop_stop(tk_loop *loop);
 /**
  * Takes a stop that no run has taken and none will: if tk_loop_stop was
  * called, no run has returned TK_RUN_STOPPED for it, and no run is running
- * (one on any thread takes its stops itself), forgets it and returns 1;
+ * (one on any thread takes its stops itself; none can begin during
+ * tk_loop_advance, so a stop asked there is there to take), forgets it and
+ * returns 1;
  * else 0 (-EINVAL for a NULL loop). For a thread whose run failed and that
  * goes on serving the loop some other way: a stop that came as the run
  * failed is then still there to take. (API version 4.)

@@ -724,7 +724,9 @@ int tk_loop_stop(tk_loop *loop) {
 int tk_loop_take_stop(tk_loop *loop) {
     if (loop == NULL) return -EINVAL;
     pthread_mutex_lock(&loop->lock);
-    int taken = loop->stop_next && loop->depth == 0;
+    /* A stop waits in stop_next only while no run goes on; an advance,
+     * in which no run can begin, leaves it there for the next run. */
+    int taken = loop->stop_next && loop->run == NULL;
     if (taken) loop->stop_next = 0;
     pthread_mutex_unlock(&loop->lock);
     return taken;

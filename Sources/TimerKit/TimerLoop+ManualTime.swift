@@ -17,8 +17,8 @@ extension TimerLoop {
     /// A repeating timer fires at each point of its grid that the span
     /// crosses, as on a loop that keeps up with it (a real loop that falls
     /// behind fires once and counts the skipped fires): advancing a 1 ms
-    /// timer by an hour runs its action 3,600,000 times, one call after
-    /// another.
+    /// timer, or a ``FrameTicker`` at 1,000 frames a second, by an hour runs
+    /// its action 3,600,000 times, one call after another.
     ///
     /// A timer that its action makes due at once again (say, with
     /// `setFireDate` to the current time) fires at the next pass, at the same

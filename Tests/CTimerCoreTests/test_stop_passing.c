@@ -145,11 +145,59 @@ static void test_deep_runs(void) {
     CHECK_EQ(tk_loop_destroy(loop), 0);
 }
 
+/* What the callbacks of an advance saw. */
+static int g_taken_in_advance = -1;
+static int g_taken_in_run = -1;
+
+static void stop_and_take(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)timer;
+    (void)missed;
+    CHECK_EQ(tk_loop_stop(loop), 0);
+    *(int *)context = tk_loop_take_stop(loop);
+}
+
+static void stop_only(tk_loop *loop, tk_timer_id timer, uint64_t missed, void *context) {
+    (void)timer;
+    (void)missed;
+    (void)context;
+    CHECK_EQ(tk_loop_stop(loop), 0);
+}
+
+/* Asked during an advance, where no run goes on (none can begin inside
+ * one), a stop is the next run's, and tk_loop_take_stop takes it there and
+ * then, as with no call going on. Asked in a run's callback, it is that
+ * run's own. */
+static void test_taken_during_an_advance(void) {
+    tk_loop *loop = make_loop();
+    if (loop == NULL) return;
+    tk_timer_spec spec = {.delay_ns = 10};
+    tk_timer_id timer;
+    CHECK_EQ(tk_loop_schedule(loop, &spec, stop_and_take, &g_taken_in_advance, &timer), 0);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(0), 20), 1);
+    CHECK_EQ(g_taken_in_advance, 1);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_PASSED);
+    /* Not taken there, it ends the next run. */
+    CHECK_EQ(tk_loop_schedule(loop, &spec, stop_only, NULL, &timer), 0);
+    CHECK_EQ(tk_loop_advance(loop, TK_MODES(0), 20), 1);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0), TK_FOREVER, TK_RUN_NOWAIT), TK_RUN_STOPPED);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    /* In a run's callback, the run takes it. */
+    int64_t now = 0;
+    CHECK_EQ(tk_loop_now(loop, TK_CLOCK_MONOTONIC, &now), 0);
+    CHECK_EQ(tk_loop_schedule(loop, &spec, stop_and_take, &g_taken_in_run, &timer), 0);
+    CHECK_EQ(tk_loop_run(loop, TK_MODES(0), now + 20, 0), TK_RUN_STOPPED);
+    CHECK_EQ(g_taken_in_run, 0);
+    CHECK_EQ(tk_loop_take_stop(loop), 0);
+    CHECK_EQ(tk_loop_destroy(loop), 0);
+}
+
 static const test_case tests[] = {
     {"passed_to_the_run_around", test_passed_to_the_run_around, 60},
     {"passed_to_the_next_run", test_passed_to_the_next_run, 60},
     {"taken_where_asked", test_taken_where_asked, 60},
     {"deep_runs", test_deep_runs, 60},
+    {"taken_during_an_advance", test_taken_during_an_advance, 60},
 };
 
 int main(int argc, char **argv) {
