@@ -31,15 +31,21 @@ import TrustedTime
 /// symbolic link at the path is replaced by the file (the file it led to is
 /// left as it was).
 ///
-/// A file is one `Cooldowns`'s at a time: once read, it is not read again
-/// (unless ``restore()`` is called), and each save writes this
-/// `Cooldowns`'s cooldowns. Two processes saving
-/// to one file each write their own, and the file keeps the last writer's;
-/// give each process a file of its own. In one process, keep one
-/// `Cooldowns` for as long as its cooldowns should run (beside the center,
-/// not in a screen that comes and goes): a second one made on the same file
-/// while the first lives restores a countdown of its own for each saved
-/// cooldown, so each end is heard once from each.
+/// Once read, the file is not read again for a lookup (unless ``restore()``
+/// is called). A save that finds it written by something else since this
+/// `Cooldowns` last read or wrote it (another process, or another
+/// `Cooldowns` on the same file) restores it first, as ``restore()`` does,
+/// so that the cooldowns saved there are kept: two processes on one file
+/// keep each other's. A cancel reaches its own `Cooldowns` only: another
+/// that runs the same cooldown saves it again, so through the file a
+/// cooldown can end late, never early. (A missing cooldown cannot tell a
+/// cancel from a file removed or written over meanwhile.) The file is not
+/// locked: of two saves at the very same moment, the file can keep one's
+/// until the other saves again. In one process, keep
+/// one `Cooldowns` for as long as its cooldowns should run (beside the
+/// center, not in a screen that comes and goes): a second one made on the
+/// same file while the first lives restores a countdown of its own for each
+/// saved cooldown, so each end is heard once from each.
 ///
 /// **After a reboot** the boot clock starts again, so a saved boot-clock end
 /// means nothing. If the `TrustedClock` given has been synced in this boot,
@@ -127,6 +133,22 @@ public final class Cooldowns: Sendable {
     /// lookups try once, and leave a file that cannot be read to a start, a
     /// cancel, ``save()`` or ``restore()``, which report its error.
     private let lookupTriedFile = Atomic<Bool>(false)
+    /// The file as this `Cooldowns` last read, wrote or missed it, set and
+    /// read under `fileAccess`: a save that finds something else there
+    /// reads it again first (see ``save()``).
+    private let knownFile = ThreadLocked(KnownFile.unknown)
+
+    /// What a `Cooldowns` knows of its file: its bytes, compared whole (a
+    /// file's times can stay the same over several writes, and an inode
+    /// number freed by one rename can come back with the next).
+    private enum KnownFile: Equatable {
+        /// Not read, written or found missing yet.
+        case unknown
+        /// There was none.
+        case missing
+        /// These bytes were read and used, or written.
+        case contents([UInt8])
+    }
 
     /// Cooldowns counting down in `center`, saved to `file` if given.
     ///
@@ -286,7 +308,11 @@ public final class Cooldowns: Sendable {
 
     /// Saves the running cooldowns to the file, atomically. If the file has
     /// not been read yet, it is restored first, so that its cooldowns are
-    /// kept.
+    /// kept; so it is, too, if something else wrote it since this
+    /// `Cooldowns` last read or wrote it (another process, or another
+    /// `Cooldowns` on the same file), so that the cooldowns saved there are
+    /// kept rather than written over (see ``restore()`` for how they join
+    /// the running ones).
     ///
     /// - Throws: ``CountdownError/noStateFile``, an error of ``restore()``
     ///   (a file that cannot be read is left as it is),
@@ -297,6 +323,7 @@ public final class Cooldowns: Sendable {
         guard file != nil else { throw .noStateFile }
         try withFile { (fileRead: inout Bool) throws(CountdownError) in
             try readIfNotRead(&fileRead)
+            try readIfWrittenElsewhere(&fileRead)
             try write()
         }
     }
@@ -351,6 +378,29 @@ public final class Cooldowns: Sendable {
             try restore(fileRead: &fileRead)
         } catch .stateFileNotFound {
             fileRead = true
+            knownFile.withLock { $0 = .missing }
+        }
+    }
+
+    /// Restores the file again if it is not the one this `Cooldowns` last
+    /// read or wrote: another writer's, or none (removed since), or, if it
+    /// cannot be read now, whatever is there (the restore reports why).
+    /// Holding `fileAccess`, with the file read.
+    private func readIfWrittenElsewhere(_ fileRead: inout Bool) throws(CountdownError) {
+        guard let file else { return }
+        let found: KnownFile
+        do {
+            found = .contents(try AtomicFile.read(file, limit: CooldownStateFile.maximumFileSize))
+        } catch Errno.noSuchFileOrDirectory {
+            found = .missing
+        } catch {
+            found = .unknown
+        }
+        if found != .unknown, found == knownFile.withLock({ $0 }) { return }
+        do throws(CountdownError) {
+            try restore(fileRead: &fileRead)
+        } catch .stateFileNotFound {
+            knownFile.withLock { $0 = .missing }
         }
     }
 
@@ -402,6 +452,7 @@ public final class Cooldowns: Sendable {
             CooldownStateFile.Contents(bootID: bootID, savedAt: now, entries: entries))
         do {
             try AtomicFile.write(bytes, to: file)
+            knownFile.withLock { $0 = .contents(bytes) }
         } catch {
             throw .system(error)
         }
@@ -464,6 +515,7 @@ public final class Cooldowns: Sendable {
         else {
             let (outcome, skippedCancels) = restoreAfterReboot(contents, now: now)
             fileRead = true
+            knownFile.withLock { $0 = .contents(bytes) }
             // Saved at once on this boot, so that a second restart in this
             // boot restores the same ends rather than applying the rule
             // again, and without the cooldowns cancelled since the file's
@@ -498,6 +550,7 @@ public final class Cooldowns: Sendable {
             }
         }
         fileRead = true
+        knownFile.withLock { $0 = .contents(bytes) }
         // Saved without them, so that a restart, or a reboot, which can only
         // count from the time each had left when saved, does not bring them
         // back. (Only then: otherwise the file holds what runs.) If this

@@ -607,6 +607,69 @@ struct CooldownsTests {
         #expect(third.all.isEmpty)
     }
 
+    @Test("two writers of one file at once (two processes): each save reads what the other saved since, and keeps it")
+    func twoWritersKeepEachOthersCooldowns() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        // Two processes of one boot: their boot clocks read alike.
+        let (firstLoop, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let (secondLoop, _, second) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        // The second reads the file at its first call, and saves both.
+        try second.cooldown(key: "mail", duration: .seconds(120))
+        // The file is the second's now: the first reads it before it saves,
+        // rather than writing its own two over the second's one.
+        try first.cooldown(key: "push", duration: .seconds(90))
+        #expect(first.all.map(\.key).sorted() == ["mail", "push", "sms"])
+        try firstLoop.advance(by: .seconds(10))
+        try secondLoop.advance(by: .seconds(10))
+        // And back: the second's next save keeps the first's "push".
+        #expect(try second.cancel(key: "sms"))
+        #expect(second.all.map(\.key).sorted() == ["mail", "push"])
+        let (_, _, third) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try third.restore() == .sameBoot(restored: 2))
+        #expect(third.remaining(key: "mail") == .seconds(110))
+        #expect(third.remaining(key: "push") == .seconds(80))
+        #expect(third.remaining(key: "sms") == nil)
+        // A cancel is its own Cooldowns': the first still runs "sms", and
+        // its next save writes it back (late, never early).
+        try first.cooldown(key: "code", duration: .seconds(30))
+        #expect(first.remaining(key: "sms") == .seconds(50))
+        let (_, _, fourth) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try fourth.restore() == .sameBoot(restored: 4))
+    }
+
+    @Test("a file removed, written by another writer, or left unreadable since this one's last save: nothing running is lost, nothing unreadable written over")
+    func fileChangedElsewhereSinceTheLastSave() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (firstLoop, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        // Removed, then written by another writer that never saw "sms": the
+        // first's next save keeps both.
+        unlink(path)
+        let (secondLoop, _, second) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try second.cooldown(key: "mail", duration: .seconds(60))
+        try first.cooldown(key: "push", duration: .seconds(60))
+        #expect(first.all.map(\.key).sorted() == ["mail", "push", "sms"])
+        // Unreadable: the next save reads it, reports why, and leaves it as
+        // it is; the cooldown runs in memory.
+        let garbage = Array("not a state file".utf8)
+        try write(garbage, to: path)
+        #expect(throws: CountdownError.notAStateFile) { try first.cooldown(key: "code", duration: .seconds(60)) }
+        #expect(try AtomicFile.read(path, limit: 1 << 20) == garbage)
+        #expect(first.remaining(key: "code") == .seconds(60))
+        #expect(throws: CountdownError.notAStateFile) { try first.save() }
+        // Removed: the next save writes what runs.
+        unlink(path)
+        try first.save()
+        try firstLoop.advance(by: .seconds(10))
+        try secondLoop.advance(by: .seconds(10))
+        let (_, _, restarted) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 4))
+        #expect(restarted.remaining(key: "sms") == .seconds(50))
+    }
+
     @Test("a cancel while the file cannot be read: the file's cooldown stays cancelled once it can, and is not saved again")
     func cancelWhileTheFileCannotBeRead() throws {
         let (path, saved) = try fileMadeUnreadable(holding: ["sms", "mail"])
