@@ -39,9 +39,13 @@ import TrustedTime
 /// keep each other's. A cancel reaches its own `Cooldowns` only: another
 /// that runs the same cooldown saves it again, so through the file a
 /// cooldown can end late, never early. (A missing cooldown cannot tell a
-/// cancel from a file removed or written over meanwhile.) The file is not
-/// locked: of two saves at the very same moment, the file can keep one's
-/// until the other saves again. In one process, keep
+/// cancel from a file removed or written over meanwhile.) An unsaved
+/// cancel holds against what the file holds for its key from before the
+/// cancel, not against a cooldown another writer started for the key
+/// after it. The file is not locked: a save that another writer's
+/// overtakes, between its read of the file and its write, is written over;
+/// its cooldowns are back in the file at its next save (a process that ends
+/// first leaves them out). In one process, keep
 /// one `Cooldowns` for as long as its cooldowns should run (beside the
 /// center, not in a screen that comes and goes): a second one made on the
 /// same file while the first lives restores a countdown of its own for each
@@ -163,14 +167,23 @@ public final class Cooldowns: Sendable {
     ///     else the machine's); tests give one to play a reboot. Any string
     ///     works, the empty one too: one that is not short printable ASCII,
     ///     or is empty, is saved as a hash.
-    public init(
+    public convenience init(
         center: CountdownCenter, file: String? = nil, trustedClock: TrustedClock? = nil,
         bootID: String? = nil
     ) {
+        self.init(
+            center: center, file: file, trustedClock: trustedClock,
+            knownBootID: bootID ?? trustedClock?.readings.bootID ?? (try? BootClock.bootID()))
+    }
+
+    /// Cooldowns whose boot id is `knownBootID`, `nil` if none could be
+    /// read (then every file is read by the rule for a reboot, except one
+    /// written while they run).
+    init(center: CountdownCenter, file: String?, trustedClock: TrustedClock?, knownBootID: String?) {
         self.center = center
         self.file = file
         self.trustedClock = trustedClock
-        self.bootID = bootID ?? trustedClock?.readings.bootID ?? (try? BootClock.bootID())
+        self.bootID = knownBootID
     }
 
     // MARK: Cooldowns
@@ -180,7 +193,9 @@ public final class Cooldowns: Sendable {
     ///
     /// If the file has not been read yet, it is restored first, as by the
     /// first ``save()``, so that a cooldown it holds for `key` is the one
-    /// found: the cooldown returned is the one that runs, with its end. A
+    /// found: the cooldown returned is the one that runs, with its end (a
+    /// save that reads another writer's later end for the key moves the
+    /// same countdown there; ``cooldown(key:)`` then gives the new end). A
     /// file that cannot be read is left as it is: the cooldown is found or
     /// started in memory only, and a new one throws the file's error.
     ///
@@ -261,8 +276,9 @@ public final class Cooldowns: Sendable {
     /// too rather than brought back by the save.
     ///
     /// Until a save has written the file without it, the cancel holds
-    /// against what the file holds for `key`: no read of the file brings
-    /// that cooldown back (a restore skips it, and a start for the key
+    /// against what the file holds for `key` from before the cancel (a
+    /// cooldown that another writer of the file started for the key after
+    /// it runs): no read of the file brings that cooldown back (a restore skips it, and a start for the key
     /// runs to its own end, not to the file's). That covers a file that
     /// cannot be read when the cancel is made, whose cooldown for the key
     /// stays cancelled once it can be, and a save that fails: calling
@@ -287,7 +303,7 @@ public final class Cooldowns: Sendable {
             guard file != nil, removed != nil || readError != nil || running.isCancelUnsaved(key) else {
                 return (removed, false)
             }
-            running.noteCancel(of: key)
+            running.noteCancel(of: key, at: center.loop.now(.boot))
             return (removed, true)
         }
         // Removed from the center after the lock: the center lets go of the
@@ -398,7 +414,7 @@ public final class Cooldowns: Sendable {
         }
         if found != .unknown, found == knownFile.withLock({ $0 }) { return }
         do throws(CountdownError) {
-            try restore(fileRead: &fileRead)
+            try restore(fileRead: &fileRead, writtenMeanwhile: true)
         } catch .stateFileNotFound {
             knownFile.withLock { $0 = .missing }
         }
@@ -497,8 +513,17 @@ public final class Cooldowns: Sendable {
     }
 
     /// ``restore()``, holding `fileAccess`.
+    ///
+    /// `writtenMeanwhile`: the file is not the one this `Cooldowns` last
+    /// read or wrote, so it was written in this boot, whose boot-clock ends
+    /// it holds; without a boot id of its own to compare, this `Cooldowns`
+    /// reads it as a file of this boot (the rule for a reboot, applied at
+    /// each save that reads another writer's file, would lengthen the
+    /// other's cooldowns each time).
     @discardableResult
-    private func restore(fileRead: inout Bool) throws(CountdownError) -> RestoreOutcome {
+    private func restore(fileRead: inout Bool, writtenMeanwhile: Bool = false) throws(CountdownError)
+        -> RestoreOutcome
+    {
         guard let file else { throw .noStateFile }
         let bytes: [UInt8]
         do {
@@ -510,9 +535,10 @@ public final class Cooldowns: Sendable {
         }
         let contents = try CooldownStateFile.decode(bytes)
         let now = center.loop.now(.boot)
-        guard let bootID,
-            contents.bootID == storedBootID(bootID, width: CooldownStateFile.bootIDSize)
-        else {
+        let thisBoot =
+            bootID.map { contents.bootID == storedBootID($0, width: CooldownStateFile.bootIDSize) }
+            ?? writtenMeanwhile
+        guard thisBoot else {
             let (outcome, skippedCancels) = restoreAfterReboot(contents, now: now)
             fileRead = true
             knownFile.withLock { $0 = .contents(bytes) }
@@ -539,11 +565,16 @@ public final class Cooldowns: Sendable {
             // a file made by hand, ends that long after the save, as a
             // cooldown restored after a reboot has at most its duration left.
             let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
+            // When it started (a cooldown another writer started after a
+            // cancel of its key here is not the one cancelled).
+            let start = entry.end - entry.duration
             guard end > now else {
-                if running.withLock({ $0.isCancelUnsaved(CooldownKey(entry.key)) }) { cancelled += 1 }
+                if running.withLock({ $0.cancelHolds(CooldownKey(entry.key), startedAt: start) }) { cancelled += 1 }
                 continue
             }
-            switch resume(key: entry.key, end: end, duration: entry.duration, serverEnd: entry.trustedEnd) {
+            switch resume(
+                key: entry.key, end: end, duration: entry.duration, serverEnd: entry.trustedEnd, startedAt: start)
+            {
             case .resumed: restored += 1
             case .runsLonger: break
             case .cancelled: cancelled += 1
@@ -587,7 +618,12 @@ public final class Cooldowns: Sendable {
                 (fromServerTime, left) = (false, leftWhenSaved)
             }
             guard left > .zero else { continue }
-            switch resume(key: entry.key, end: now + left, duration: entry.duration, serverEnd: entry.trustedEnd) {
+            // Its start on the other boot's clock means nothing on this
+            // one: a cancel of its key holds against it.
+            switch resume(
+                key: entry.key, end: now + left, duration: entry.duration, serverEnd: entry.trustedEnd,
+                startedAt: nil)
+            {
             case .resumed:
                 if fromServerTime { fromServer += 1 } else { fromTimeLeft += 1 }
             case .runsLonger: break
@@ -605,7 +641,7 @@ public final class Cooldowns: Sendable {
         min(end, BootClock.Instant(offset: .nanoseconds(Int64.max)))
     }
 
-    /// What ``resume(key:end:duration:serverEnd:)`` did with a cooldown of the file.
+    /// What ``resume(key:end:duration:serverEnd:startedAt:)`` did with a cooldown of the file.
     private enum Resumed {
         /// It runs, as a new cooldown or moved to its later end.
         case resumed
@@ -621,13 +657,16 @@ public final class Cooldowns: Sendable {
     /// observations go on and hear its end there. A new cooldown run keeps
     /// `serverEnd`, the server-time end the file gave it, for later saves;
     /// a moved one has none known.
-    private func resume(key: String, end: BootClock.Instant, duration: Duration, serverEnd: Duration?) -> Resumed {
+    private func resume(
+        key: String, end: BootClock.Instant, duration: Duration, serverEnd: Duration?,
+        startedAt start: BootClock.Instant?
+    ) -> Resumed {
         let end = Self.withinRange(end)
         let key = CooldownKey(key)
         return running.withLock { running in
             // Under the lock a cancel takes: one made while this restore
             // reads is seen here, or comes after and ends what this runs.
-            if running.isCancelUnsaved(key) { return .cancelled }
+            if running.cancelHolds(key, startedAt: start) { return .cancelled }
             if let current = running.cooldowns[key], center.contains(current.countdown) {
                 guard current.end < end else { return .runsLonger }
                 if center.moveEnd(of: current.countdown, to: end) {

@@ -7,12 +7,14 @@ import TimerKit
 struct RunningCooldowns {
     var cooldowns: [CooldownKey: Cooldowns.Cooldown] = [:]
     /// Keys cancelled since the last save that succeeded, each with the
-    /// number of its last cancel. What the file holds for such a key is
-    /// older than the cancel (the file is one `Cooldowns`'s), so a read of
-    /// the file skips it. A save forgets the cancels it took with the
-    /// cooldowns it wrote, unless the key was cancelled again meanwhile.
+    /// number of its last cancel. A read of the file skips what it holds for
+    /// such a key from before the cancel (see ``cancelHolds(_:startedAt:)``).
+    /// A save forgets the cancels it took with the cooldowns it wrote,
+    /// unless the key was cancelled again meanwhile.
     private(set) var unsavedCancels: [CooldownKey: UInt64] = [:]
     private var cancelsMade: UInt64 = 0
+    /// When each of the unsaved cancels was made, on the boot clock.
+    private var cancelTimes: [CooldownKey: BootClock.Instant] = [:]
     /// The server-time end known for a cooldown, with its boot-clock end:
     /// the one a state file gave it when it was restored, or the one a save
     /// wrote for it. A save made while the trusted clock is not synced
@@ -25,15 +27,27 @@ struct RunningCooldowns {
         unsavedCancels[key] != nil
     }
 
-    mutating func noteCancel(of key: CooldownKey) {
+    mutating func noteCancel(of key: CooldownKey, at time: BootClock.Instant) {
         cancelsMade += 1
         unsavedCancels[key] = cancelsMade
+        cancelTimes[key] = time
+    }
+
+    /// Whether an unsaved cancel of `key` holds against a cooldown of the
+    /// file that started at `start` on this boot's clock (`nil`: not known,
+    /// as for a file of another boot): it does, unless the cooldown started
+    /// after the cancel, a new one that another writer of the file started.
+    func cancelHolds(_ key: CooldownKey, startedAt start: BootClock.Instant?) -> Bool {
+        guard unsavedCancels[key] != nil, let time = cancelTimes[key] else { return false }
+        guard let start else { return true }
+        return start <= time
     }
 
     /// Forgets the cancels `saved` names that were not made again since.
     mutating func forgetCancels(_ saved: [CooldownKey: UInt64]) {
         for (key, number) in saved where unsavedCancels[key] == number {
             unsavedCancels[key] = nil
+            cancelTimes[key] = nil
         }
     }
 

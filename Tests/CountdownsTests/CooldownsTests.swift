@@ -639,6 +639,60 @@ struct CooldownsTests {
         #expect(try fourth.restore() == .sameBoot(restored: 4))
     }
 
+    @Test("a cancel not saved yet holds against the cooldown it ended, not against one another writer starts for the key after it")
+    func unsavedCancelSparesAnotherWritersNewCooldown() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (firstLoop, _, first) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        let (secondLoop, _, second) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        try second.cooldown(key: "mail", duration: .seconds(60))
+        // The first's cancel cannot be saved: the file is unreadable.
+        try write(Array("not a state file".utf8), to: path)
+        #expect(throws: CountdownError.notAStateFile) { try first.cancel(key: "sms") }
+        try firstLoop.advance(by: .seconds(10))
+        try secondLoop.advance(by: .seconds(10))
+        // The second, which still runs the cancelled one, writes it over
+        // the unreadable file, then cancels it and starts a new one, 10 s
+        // after the first's cancel.
+        try second.replaceStateFile()
+        #expect(try second.cancel(key: "sms"))
+        try second.cooldown(key: "sms", duration: .seconds(60))
+        // The first's save reads the second's file: the cancel skips
+        // nothing there (the second's "sms" is new), and keeps it.
+        try first.cooldown(key: "push", duration: .seconds(60))
+        #expect(first.remaining(key: "sms") == .seconds(60))
+        let (_, _, restarted) = try process(boot: .seconds(110), bootID: "boot-a", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 3))
+        #expect(restarted.remaining(key: "sms") == .seconds(60))
+    }
+
+    @Test("with no boot id to compare, a file another writer saved meanwhile is read as this boot's: its cooldowns keep their ends")
+    func noBootIDReadsAnotherWritersFileAsThisBoots() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        func process(_ boot: Duration) throws -> (TimerLoop, Cooldowns) {
+            let loop = try TimerLoop.manual(startingAt: boot)
+            let center = try CountdownCenter(loop: loop)
+            return (loop, Cooldowns(center: center, file: path, trustedClock: nil, knownBootID: nil))
+        }
+        let (firstLoop, first) = try process(.seconds(100))
+        let (secondLoop, second) = try process(.seconds(100))
+        try first.cooldown(key: "sms", duration: .seconds(60))
+        try second.cooldown(key: "mail", duration: .seconds(60))
+        for _ in 0..<3 {
+            try firstLoop.advance(by: .seconds(10))
+            try secondLoop.advance(by: .seconds(10))
+            // Each save reads the other's file: "sms" keeps its end, 160 s,
+            // rather than getting its time left at the other's save again.
+            try first.save()
+            try second.save()
+        }
+        #expect(first.remaining(key: "sms") == .seconds(30))
+        #expect(second.remaining(key: "sms") == .seconds(30))
+        #expect(second.remaining(key: "mail") == .seconds(30))
+    }
+
     @Test("a file removed, written by another writer, or left unreadable since this one's last save: nothing running is lost, nothing unreadable written over")
     func fileChangedElsewhereSinceTheLastSave() throws {
         let path = temporaryPath("state")
@@ -940,15 +994,23 @@ struct CooldownsTests {
     func saveForgetsOnlyTheCancelsItWrote() {
         var running = RunningCooldowns()
         let (k, other) = (CooldownKey("k"), CooldownKey("other"))
-        running.noteCancel(of: k)
-        running.noteCancel(of: other)
+        let time = BootClock.Instant(offset: .seconds(100))
+        running.noteCancel(of: k, at: time)
+        running.noteCancel(of: other, at: time)
         let taken = running.unsavedCancels  // what a save takes with the cooldowns it writes
-        running.noteCancel(of: k)  // cancelled again (after a start) while the save writes
+        running.noteCancel(of: k, at: time + .seconds(1))  // cancelled again (after a start) while the save writes
         running.forgetCancels(taken)
         #expect(running.isCancelUnsaved(k))
         #expect(!running.isCancelUnsaved(other))
+        #expect(!running.cancelHolds(other, startedAt: time))
+        // The cancel still held is the later one: it holds against what
+        // started up to it, or at a time not known.
+        #expect(running.cancelHolds(k, startedAt: time + .seconds(1)))
+        #expect(running.cancelHolds(k, startedAt: nil))
+        #expect(!running.cancelHolds(k, startedAt: time + .seconds(1) + .nanoseconds(1)))
         running.forgetCancels(running.unsavedCancels)
         #expect(running.unsavedCancels.isEmpty)
+        #expect(!running.cancelHolds(k, startedAt: nil))
     }
 
     @Test("cancels and restores of one key from two threads at once: a cancel that returned true is never undone, in memory or in the file")
