@@ -278,8 +278,9 @@ public final class Cooldowns: Sendable {
     /// Until a save has written the file without it, the cancel holds
     /// against what the file holds for `key` from before the cancel (a
     /// cooldown that another writer of the file started for the key after
-    /// it runs): no read of the file brings that cooldown back (a restore skips it, and a start for the key
-    /// runs to its own end, not to the file's). That covers a file that
+    /// it runs): no read of the file brings that cooldown back (a restore
+    /// skips it, and a start for the key runs to its own end, not to the
+    /// file's). That covers a file that
     /// cannot be read when the cancel is made, whose cooldown for the key
     /// stays cancelled once it can be, and a save that fails: calling
     /// `cancel(key:)` again, or ``save()``, saves the file without it (and
@@ -565,9 +566,11 @@ public final class Cooldowns: Sendable {
             // a file made by hand, ends that long after the save, as a
             // cooldown restored after a reboot has at most its duration left.
             let end = min(entry.end, contents.savedAt + entry.duration + .nanoseconds(1))
-            // When it started (a cooldown another writer started after a
-            // cancel of its key here is not the one cancelled).
-            let start = entry.end - entry.duration
+            // When it started, at the latest (a cooldown another writer
+            // started after a cancel of its key here is not the one
+            // cancelled): the 1 ns is the most that rounding its end up,
+            // and its duration down, can have put between them.
+            let start = entry.end - entry.duration - .nanoseconds(1)
             guard end > now else {
                 if running.withLock({ $0.cancelHolds(CooldownKey(entry.key), startedAt: start) }) { cancelled += 1 }
                 continue

@@ -667,6 +667,30 @@ struct CooldownsTests {
         #expect(restarted.remaining(key: "sms") == .seconds(60))
     }
 
+    @Test("an unsaved cancel made as its cooldown started holds against it, though the file rounds its end up and its duration down")
+    func unsavedCancelAtTheStartHolds() throws {
+        let path = temporaryPath("state")
+        defer { removeTemporaryDirectory(of: path) }
+        let (_, _, cooldowns) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        // 60 s and half a nanosecond: the end is rounded up, the file's
+        // duration down.
+        try cooldowns.cooldown(key: "sms", duration: Duration(secondsComponent: 60, attosecondsComponent: 500_000_000))
+        let saved = try AtomicFile.read(path, limit: 1 << 20)
+        try write(Array("not a state file".utf8), to: path)
+        #expect(throws: CountdownError.notAStateFile) { try cooldowns.cancel(key: "sms") }
+        // The file is back as it was, and another writer adds to it: the
+        // save reads it, and the cancel skips its "sms".
+        try write(saved, to: path)
+        let (_, _, other) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        try other.cooldown(key: "mail", duration: .seconds(30))
+        try cooldowns.save()
+        #expect(cooldowns.remaining(key: "sms") == nil)
+        #expect(cooldowns.remaining(key: "mail") == .seconds(30))
+        let (_, _, restarted) = try process(boot: .seconds(100), bootID: "boot-a", path: path)
+        #expect(try restarted.restore() == .sameBoot(restored: 1))
+        #expect(restarted.remaining(key: "sms") == nil)
+    }
+
     @Test("with no boot id to compare, a file another writer saved meanwhile is read as this boot's: its cooldowns keep their ends")
     func noBootIDReadsAnotherWritersFileAsThisBoots() throws {
         let path = temporaryPath("state")
